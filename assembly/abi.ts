@@ -1638,7 +1638,7 @@ export const enum TurnCallVerdict {
   Decline = 4,
 }
 
-/** Conversation flag bits (the `flags` byte of a conversation record). */
+/** Conversation flag bits (the `flags` byte of an agent record, `AgentRecord.Flags`). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */
   Pinned = 1,
@@ -1660,83 +1660,98 @@ export const enum ConversationFlag {
   InboxOpen = 64,
 }
 
-/** Conversation record layout: 16 bytes per agent slot, in a table
- * parallel to the agent table (same slot).
+/** Agent record layout: 24 bytes per agent slot, holding the agent's
+ * admission and its conversation's lifecycle (docs/decisions/0062) in one
+ * record (docs/decisions/0104).
  *
  * ```
- *  0       4       6       8   9   10  11  12      16
- *  +-------+-------+-------+---+---+---+---+-------+
- *  | recov | users | queu  | p | c | f | f | aband |
- *  | epoch |       | ed    | h | a | l | a | epoch |
- *  +-------+-------+-------+---+---+---+---+-------+
- *  ph = ConversationPhase, ca = RecoveryCause while recovering, HoldCause
- *  while held; fl = ConversationFlag bits; fa = failures (the backoff);
+ *  0       4       8       12      16    18    20  21  22  23  24
+ *  +-------+-------+-------+-------+-----+-----+---+---+---+---+
+ *  | gener | token | recov | aband | use | que | a | p | f | f |
+ *  | ation | /exec | epoch | epoch | rs  | ued | l | c | l | a |
+ *  +-------+-------+-------+-------+-----+-----+---+---+---+---+
+ *  token/exec = the admission's owner token while it is `Admitting`, else
+ *    its execution slot + 1 (0: none bound)
+ *  al = AdmissionState (low nibble) | AgentLifecycle << 4
+ *  pc = ConversationPhase (low nibble) | cause << 4: RecoveryCause while
+ *    recovering, HoldCause while held
+ *  fl = ConversationFlag bits; fa = failures (the backoff)
  *  abandoned epoch = a recovery left by `ConversationOwned(elsewhere)`
- *  whose pass has not reported its end (0: none)
+ *    whose pass has not reported its end (0: none)
  * ```
- * A free agent slot's conversation record is all zero. */
-export const enum ConversationRecord {
-  RecoveryEpoch = 0,
-  Users = 4,
-  Queued = 6,
-  Phase = 8,
-  Cause = 9,
-  Flags = 10,
-  Failures = 11,
-  AbandonedEpoch = 12,
-  Size = 16,
-}
-
-/** Agent record layout: 16 bytes per agent slot.
- *
- * ```
- *  0       4       8       12  13  14      16
- *  +-------+-------+-------+---+---+-------+
- *  | owner | exec  | gener | a | c | (pad) |
- *  | token | slot+1| ation | s | l |       |
- *  +-------+-------+-------+---+---+-------+
- *  as = admission state, cl = closed (0/1), 2 = free slot
- * ```
- * A free agent slot keeps its generation; `exec slot+1` then holds the
- * next free agent slot + 1 (the free list). */
+ * A free agent slot keeps its generation; `token/exec` then holds the next
+ * free agent slot + 1 (the free list), and every byte from 8 on is zero
+ * (its conversation's record, lifecycle `Free`, admission `None`). */
 export const enum AgentRecord {
-  OwnerToken = 0,
-  ExecutionSlotPlusOne = 4,
-  Generation = 8,
-  AdmissionState = 12,
-  Lifecycle = 13,
-  Size = 16,
+  Generation = 0,
+  TokenOrExecutionPlusOne = 4,
+  RecoveryEpoch = 8,
+  AbandonedEpoch = 12,
+  Users = 16,
+  Queued = 18,
+  AdmissionLifecycle = 20,
+  PhaseCause = 21,
+  Flags = 22,
+  Failures = 23,
+  Size = 24,
 }
 
-/** Agent lifecycle byte. */
+/** Two values sharing a byte of a record: the low nibble and the high one
+ * (`AgentRecord.AdmissionLifecycle`, `AgentRecord.PhaseCause`,
+ * `ExecutionRecord.StatusPhase`). Every value folded so is below 16. */
+export const enum Nibble {
+  LowMask = 15,
+  HighShift = 4,
+}
+
+/** Agent lifecycle (the high nibble of `AdmissionLifecycle`). */
 export const enum AgentLifecycle {
   Free = 0,
   Open = 1,
   Closed = 2,
 }
 
-/** Execution record layout: 24 bytes per execution slot.
+/** Execution record layout: 20 bytes per execution slot.
  *
  * ```
- *  0       4       8       12      16    18    20 21 22 23 24
- *  +-------+-------+-------+-------+-----+-----+--+--+--+--+
- *  | agent | revis | sess  | gener | wai | in  |st|ph|fl|  |
- *  | slot+1| ion   | ion   | ation | ters| fli |  |  |  |  |
- *  +-------+-------+-------+-------+-----+-----+--+--+--+--+
+ *  0       4       8       12         15  16         19  20
+ *  +-------+-------+-------+----------+---+----------+---+
+ *  | revis | sess  | gener | agent    | s | waiters, | f |
+ *  | ion   | ion   | ation | slot+1   | p | in fli.  | l |
+ *  +-------+-------+-------+----------+---+----------+---+
+ *  agent slot+1: 24 bits (`Limit.AgentsMaxCeiling` keeps it below 2²⁴)
+ *  sp = ExecutionStatus (low nibble) | Phase << 4
+ *  waiters, in flight: 24 bits, the waiters (≤ `Limit.WaitersMax`) in the
+ *    low 13, the operations in flight (≤ `Limit.InFlightMax`) in the high 11
+ *  fl = ExecutionFlag bits
  * ```
  * `agent slot+1` is 0 for a free slot, whose `revision` word then holds the
  * next free execution slot + 1 (the free list). */
 export const enum ExecutionRecord {
-  AgentSlotPlusOne = 0,
-  Revision = 4,
-  Session = 8,
-  Generation = 12,
-  Waiters = 16,
-  InFlight = 18,
-  Status = 20,
-  Phase = 21,
-  Flags = 22,
-  Size = 24,
+  Revision = 0,
+  Session = 4,
+  Generation = 8,
+  /** The low 24 bits of the word at 12. */
+  AgentSlotPlusOne = 12,
+  StatusPhase = 15,
+  /** The low 24 bits of the word at 16. */
+  WaitersInFlight = 16,
+  Flags = 19,
+  Size = 20,
+}
+
+/** The 24-bit fields of an execution record, read as the low three bytes
+ * of a little-endian word. */
+export const enum ExecutionBits {
+  /** The low 24 bits of a word. */
+  Low24 = 16777215,
+  /** The waiters: the low 13 bits of `WaitersInFlight`. */
+  WaitersMask = 8191,
+  /** The operations in flight: the 11 bits above the waiters. */
+  InFlightShift = 13,
+  InFlightMask = 2047,
+  /** Where the byte after a 24-bit field sits in its word. */
+  HighByteShift = 24,
 }
 
 /** The effect buffer: a count word, then `EffectsMax` effects of `Words`
@@ -1757,20 +1772,21 @@ export const enum EffectLayout {
 
 /** Named limits, with why each has its value. */
 export const enum Limit {
-  /** A u16 waiter count; a caller attaching more than this many observers
-   * to one execution is a bug, not a workload. */
+  /** Observers of one execution (13 bits of its record, 4,096 fitting); a
+   * caller attaching more is a bug, not a workload. */
   WaitersMax = 4096,
   /** Operations one execution may have in flight: one model call or one
-   * tool batch. A batch larger than this is refused at its barrier. */
+   * tool batch (11 bits of its record, 1,024 fitting). A batch larger than
+   * this is refused at its barrier. */
   InFlightMax = 1024,
   /** Default agents (a conversation working or suspended is one) an
    * environment may intern: four million, so that an application with a
    * million conversations waiting for approval is never refused
    * (docs/decisions/0066). The agent and conversation tables are laid out
-   * for it at init (32 bytes a slot: 128 MiB of linear memory) but a page
+   * for it at init (24 bytes a slot: 96 MiB of linear memory) but a page
    * is touched, and counts in RSS, only once a slot in it was used. */
   AgentsMaxDefault = 4194304,
-  /** Default live executions (24 bytes each: 96 MiB at the limit). The
+  /** Default live executions (20 bytes each: 80 MiB at the limit). The
    * table starts at 1,024 slots and doubles as it fills. A limit, not a
    * kind: it may equal another. */
   // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
@@ -1778,10 +1794,10 @@ export const enum Limit {
   /** Hard ceiling of the execution table, so a slot fits in 24 bits and a
    * table fits well inside 4 GiB of linear memory. */
   ExecutionsMaxCeiling = 16777216,
-  /** Hard ceiling of the agent table (with the conversation table, 512 MiB
-   * of linear memory at the ceiling). */
-  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
-  AgentsMaxCeiling = 16777216,
+  /** Hard ceiling of the agent table (384 MiB of linear memory at the
+   * ceiling): one below 2²⁴, so an agent slot + 1 fits in the 24 bits an
+   * execution record keeps it in (docs/decisions/0104). */
+  AgentsMaxCeiling = 16777215,
   /** Host operations using one conversation at once (a u16): more is a
    * leak of `UseEnd`, not a workload. */
   ConversationUsersMax = 65535,

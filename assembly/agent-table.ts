@@ -1,5 +1,6 @@
-// The agent table: one 16-byte record per interned agent (layout diagram in
-// `abi.ts`, `AgentRecord`). It holds the admission table: at most one
+// The agent table: one 24-byte record per interned agent (layout diagram in
+// `abi.ts`, `AgentRecord`), which holds its conversation's fields too
+// (`conversation-table.ts`). It holds the admission table: at most one
 // admission per agent, by construction, because the admission lives inside
 // the agent's own record.
 //
@@ -7,7 +8,7 @@
 // slot; a freed slot's generation is incremented so a handle to its previous
 // tenant is refused.
 
-import { AdmissionState, AgentLifecycle, AgentRecord, ResultCode } from "./abi";
+import { AdmissionState, AgentLifecycle, AgentRecord, Nibble, ResultCode } from "./abi";
 import { clearConversation, openConversation } from "./conversation-table";
 import { agentTable } from "./memory-layout";
 
@@ -45,31 +46,50 @@ export function agentSlotsUsed(): u32 {
 
 // -- field accessors, one per field --------------------------------------
 
-@inline export function agentOwnerToken(slot: u32): u32 {
-  return load<u32>(agentPointer(slot), AgentRecord.OwnerToken);
+// The owner token and the execution slot + 1 share a word: the token
+// matters only while the admission is `Admitting` (its preparation's
+// answer names it), and no execution is bound until it leaves that state.
+
+@inline function tokenOrExecution(slot: u32): u32 {
+  return load<u32>(agentPointer(slot), AgentRecord.TokenOrExecutionPlusOne);
 }
+@inline export function agentAdmission(slot: u32): u32 {
+  return load<u8>(agentPointer(slot), AgentRecord.AdmissionLifecycle) & Nibble.LowMask;
+}
+@inline export function agentLifecycle(slot: u32): u32 {
+  return load<u8>(agentPointer(slot), AgentRecord.AdmissionLifecycle) >>> Nibble.HighShift;
+}
+/** The owner token of an admission being prepared; 0 in any other state. */
+@inline export function agentOwnerToken(slot: u32): u32 {
+  return agentAdmission(slot) == AdmissionState.Admitting ? tokenOrExecution(slot) : 0;
+}
+/** The execution slot + 1 bound to the admission; 0 when none is. */
 @inline export function agentExecutionPlusOne(slot: u32): u32 {
-  return load<u32>(agentPointer(slot), AgentRecord.ExecutionSlotPlusOne);
+  return agentAdmission(slot) == AdmissionState.Admitting ? 0 : tokenOrExecution(slot);
 }
 @inline export function agentGeneration(slot: u32): u32 {
   return load<u32>(agentPointer(slot), AgentRecord.Generation);
 }
-@inline export function agentAdmission(slot: u32): u32 {
-  return load<u8>(agentPointer(slot), AgentRecord.AdmissionState);
+@inline function storeAdmissionLifecycle(slot: u32, admission: u32, lifecycle: u32): void {
+  store<u8>(agentPointer(slot), <u8>(admission | (lifecycle << Nibble.HighShift)), AgentRecord.AdmissionLifecycle);
 }
-@inline export function agentLifecycle(slot: u32): u32 {
-  return load<u8>(agentPointer(slot), AgentRecord.Lifecycle);
+@inline function storeTokenOrExecution(slot: u32, value: u32): void {
+  store<u32>(agentPointer(slot), value, AgentRecord.TokenOrExecutionPlusOne);
 }
 @inline export function setAgentLifecycle(slot: u32, lifecycle: u32): void {
-  store<u8>(agentPointer(slot), <u8>lifecycle, AgentRecord.Lifecycle);
+  storeAdmissionLifecycle(slot, agentAdmission(slot), lifecycle);
 }
 
 /** Sets the admission state of a held admission. `Admitting` is entered
- * only through `admitAgent`, so the reservation count stays exact. */
+ * only through `admitAgent`, so the reservation count stays exact; leaving
+ * it forgets the owner token (no execution is bound yet: 0). */
 export function setAgentAdmission(slot: u32, state: u32): void {
   assert(state != AdmissionState.Admitting && state != AdmissionState.None, "use admitAgent / releaseAdmission");
-  if (agentAdmission(slot) == AdmissionState.Admitting) admittingAgents -= 1;
-  store<u8>(agentPointer(slot), <u8>state, AgentRecord.AdmissionState);
+  if (agentAdmission(slot) == AdmissionState.Admitting) {
+    admittingAgents -= 1;
+    storeTokenOrExecution(slot, 0);
+  }
+  storeAdmissionLifecycle(slot, state, agentLifecycle(slot));
 }
 
 // -- checks -----------------------------------------------------------------
@@ -88,29 +108,24 @@ export function allocateAgent(lifecycle: u32): i64 {
   let slot: u32;
   if (agentFreeHeadPlusOne != 0) {
     slot = agentFreeHeadPlusOne - 1;
-    agentFreeHeadPlusOne = agentExecutionPlusOne(slot);
+    agentFreeHeadPlusOne = tokenOrExecution(slot);
   } else if (agentHighWater < agentsMax) {
     slot = agentHighWater++;
     store<u32>(agentPointer(slot), firstGeneration, AgentRecord.Generation);
   } else {
     return -1;
   }
-  const pointer = agentPointer(slot);
-  store<u32>(pointer, 0, AgentRecord.OwnerToken);
-  store<u32>(pointer, 0, AgentRecord.ExecutionSlotPlusOne);
-  store<u8>(pointer, AdmissionState.None, AgentRecord.AdmissionState);
-  store<u8>(pointer, <u8>lifecycle, AgentRecord.Lifecycle);
+  storeTokenOrExecution(slot, 0);
   openConversation(slot);
+  storeAdmissionLifecycle(slot, AdmissionState.None, lifecycle);
   return slot;
 }
 
 export function freeAgent(slot: u32): void {
   assert(agentAdmission(slot) == AdmissionState.None, "a held admission is never freed");
-  const pointer = agentPointer(slot);
-  store<u32>(pointer, nextGeneration(agentGeneration(slot)), AgentRecord.Generation);
-  store<u32>(pointer, 0, AgentRecord.OwnerToken);
-  store<u32>(pointer, agentFreeHeadPlusOne, AgentRecord.ExecutionSlotPlusOne);
-  store<u8>(pointer, AgentLifecycle.Free, AgentRecord.Lifecycle);
+  store<u32>(agentPointer(slot), nextGeneration(agentGeneration(slot)), AgentRecord.Generation);
+  storeTokenOrExecution(slot, agentFreeHeadPlusOne);
+  storeAdmissionLifecycle(slot, AdmissionState.None, AgentLifecycle.Free);
   clearConversation(slot);
   agentFreeHeadPlusOne = slot + 1;
 }
@@ -119,27 +134,22 @@ export function freeAgent(slot: u32): void {
 
 export function admitAgent(slot: u32, ownerToken: u32): void {
   assert(agentAdmission(slot) == AdmissionState.None, "at most one admission per agent");
-  const pointer = agentPointer(slot);
-  store<u32>(pointer, ownerToken, AgentRecord.OwnerToken);
-  store<u32>(pointer, 0, AgentRecord.ExecutionSlotPlusOne);
-  store<u8>(pointer, AdmissionState.Admitting, AgentRecord.AdmissionState);
+  storeTokenOrExecution(slot, ownerToken);
+  storeAdmissionLifecycle(slot, AdmissionState.Admitting, agentLifecycle(slot));
   admittingAgents += 1;
 }
 
 /** Binds a held admission (or a new recovery admission) to an execution. */
 export function bindAdmission(slot: u32, executionSlot: u32, state: u32): void {
-  const pointer = agentPointer(slot);
   if (agentAdmission(slot) == AdmissionState.Admitting) admittingAgents -= 1;
-  store<u32>(pointer, executionSlot + 1, AgentRecord.ExecutionSlotPlusOne);
-  store<u8>(pointer, <u8>state, AgentRecord.AdmissionState);
+  storeTokenOrExecution(slot, executionSlot + 1);
+  storeAdmissionLifecycle(slot, state, agentLifecycle(slot));
 }
 
 export function releaseAdmission(slot: u32): void {
-  const pointer = agentPointer(slot);
   if (agentAdmission(slot) == AdmissionState.Admitting) admittingAgents -= 1;
-  store<u32>(pointer, 0, AgentRecord.OwnerToken);
-  store<u32>(pointer, 0, AgentRecord.ExecutionSlotPlusOne);
-  store<u8>(pointer, AdmissionState.None, AgentRecord.AdmissionState);
+  storeTokenOrExecution(slot, 0);
+  storeAdmissionLifecycle(slot, AdmissionState.None, agentLifecycle(slot));
 }
 
 /** Generations and counters skip 0, so 0 never names anything. */

@@ -1,75 +1,80 @@
-// The conversation table: one 16-byte record per agent slot (layout diagram
-// in `abi.ts`, `ConversationRecord`), parallel to the agent table. It holds
+// The conversation table: the conversation's fields of each agent record
+// (bytes 8–23 but the admission's nibble; layout diagram in `abi.ts`,
+// `AgentRecord`, docs/decisions/0104). It holds
 // a conversation's lifecycle (docs/decisions/0062): its phase, the epoch and
 // cause of its recovery or the cause of its hold, the host operations using
 // it, the messages queued behind it, the backoff's failure count, and a
 // recovery abandoned whose pass still runs.
 //
-// The record is written whole when its agent slot is allocated (phase
-// `Registering`) and zeroed when the slot is freed, so a free slot's record
-// is all zero and a stale handle is refused by the agent's generation.
+// Its fields are written whole when the agent slot is allocated (phase
+// `Registering`) and zeroed when the slot is freed, so a free slot's
+// conversation is all zero and a stale handle is refused by the agent's
+// generation.
 
-import { ConversationFlag, ConversationPhase, ConversationRecord, Limit } from "./abi";
-import { conversationTable } from "./memory-layout";
+import { AgentRecord, ConversationFlag, ConversationPhase, Limit, Nibble } from "./abi";
+import { agentTable } from "./memory-layout";
 
 @inline function conversationPointer(slot: u32): usize {
-  return conversationTable + (<usize>slot) * ConversationRecord.Size;
+  return agentTable + (<usize>slot) * AgentRecord.Size;
 }
 
 // -- field accessors, one per field -----------------------------------------
 
 @inline export function recoveryEpoch(slot: u32): u32 {
-  return load<u32>(conversationPointer(slot), ConversationRecord.RecoveryEpoch);
+  return load<u32>(conversationPointer(slot), AgentRecord.RecoveryEpoch);
 }
 @inline export function setRecoveryEpoch(slot: u32, value: u32): void {
-  store<u32>(conversationPointer(slot), value, ConversationRecord.RecoveryEpoch);
+  store<u32>(conversationPointer(slot), value, AgentRecord.RecoveryEpoch);
 }
 @inline export function conversationUsers(slot: u32): u32 {
-  return load<u16>(conversationPointer(slot), ConversationRecord.Users);
+  return load<u16>(conversationPointer(slot), AgentRecord.Users);
 }
 @inline export function setConversationUsers(slot: u32, value: u32): void {
-  store<u16>(conversationPointer(slot), <u16>value, ConversationRecord.Users);
+  store<u16>(conversationPointer(slot), <u16>value, AgentRecord.Users);
 }
 @inline export function queuedMessages(slot: u32): u32 {
-  return load<u16>(conversationPointer(slot), ConversationRecord.Queued);
+  return load<u16>(conversationPointer(slot), AgentRecord.Queued);
 }
 @inline export function setQueuedMessages(slot: u32, value: u32): void {
-  store<u16>(conversationPointer(slot), <u16>value, ConversationRecord.Queued);
+  store<u16>(conversationPointer(slot), <u16>value, AgentRecord.Queued);
+}
+@inline function phaseCause(slot: u32): u32 {
+  return load<u8>(conversationPointer(slot), AgentRecord.PhaseCause);
 }
 @inline export function conversationPhase(slot: u32): u32 {
-  return load<u8>(conversationPointer(slot), ConversationRecord.Phase);
+  return phaseCause(slot) & Nibble.LowMask;
 }
 @inline export function setConversationPhase(slot: u32, value: u32): void {
-  store<u8>(conversationPointer(slot), <u8>value, ConversationRecord.Phase);
+  store<u8>(conversationPointer(slot), <u8>((phaseCause(slot) & ~Nibble.LowMask) | value), AgentRecord.PhaseCause);
 }
 @inline export function conversationCause(slot: u32): u32 {
-  return load<u8>(conversationPointer(slot), ConversationRecord.Cause);
+  return phaseCause(slot) >>> Nibble.HighShift;
 }
 @inline export function setConversationCause(slot: u32, value: u32): void {
-  store<u8>(conversationPointer(slot), <u8>value, ConversationRecord.Cause);
+  store<u8>(conversationPointer(slot), <u8>((phaseCause(slot) & Nibble.LowMask) | (value << Nibble.HighShift)), AgentRecord.PhaseCause);
 }
 @inline export function conversationFlags(slot: u32): u32 {
-  return load<u8>(conversationPointer(slot), ConversationRecord.Flags);
+  return load<u8>(conversationPointer(slot), AgentRecord.Flags);
 }
 @inline export function hasConversationFlag(slot: u32, flag: u32): bool {
   return (conversationFlags(slot) & flag) != 0;
 }
 @inline export function setConversationFlag(slot: u32, flag: u32, on: bool): void {
   const flags = conversationFlags(slot);
-  store<u8>(conversationPointer(slot), <u8>(on ? flags | flag : flags & ~flag), ConversationRecord.Flags);
+  store<u8>(conversationPointer(slot), <u8>(on ? flags | flag : flags & ~flag), AgentRecord.Flags);
 }
 @inline export function conversationFailures(slot: u32): u32 {
-  return load<u8>(conversationPointer(slot), ConversationRecord.Failures);
+  return load<u8>(conversationPointer(slot), AgentRecord.Failures);
 }
 @inline export function setConversationFailures(slot: u32, value: u32): void {
-  store<u8>(conversationPointer(slot), <u8>value, ConversationRecord.Failures);
+  store<u8>(conversationPointer(slot), <u8>value, AgentRecord.Failures);
 }
 
 @inline export function abandonedEpoch(slot: u32): u32 {
-  return load<u32>(conversationPointer(slot), ConversationRecord.AbandonedEpoch);
+  return load<u32>(conversationPointer(slot), AgentRecord.AbandonedEpoch);
 }
 @inline export function setAbandonedEpoch(slot: u32, value: u32): void {
-  store<u32>(conversationPointer(slot), value, ConversationRecord.AbandonedEpoch);
+  store<u32>(conversationPointer(slot), value, AgentRecord.AbandonedEpoch);
 }
 
 // -- lifecycle of the record ------------------------------------------------
@@ -80,11 +85,14 @@ export function openConversation(slot: u32): void {
   setConversationPhase(slot, ConversationPhase.Registering);
 }
 
-/** A freed agent slot: the record is all zero again. */
+/** A freed agent slot: the conversation's fields are all zero again (the
+ * admission's byte is the agent table's). */
 export function clearConversation(slot: u32): void {
   const pointer = conversationPointer(slot);
-  store<u64>(pointer, 0, 0);
-  store<u64>(pointer, 0, 8);
+  store<u64>(pointer, 0, AgentRecord.RecoveryEpoch);
+  store<u32>(pointer, 0, AgentRecord.Users);
+  store<u8>(pointer, 0, AgentRecord.PhaseCause);
+  store<u16>(pointer, 0, AgentRecord.Flags);
 }
 
 /** One more failure for the backoff; the count saturates at 255 (the

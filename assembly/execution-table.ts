@@ -1,4 +1,4 @@
-// The execution registry: one 24-byte record per live execution (layout
+// The execution registry: one 20-byte record per live execution (layout
 // diagram in `abi.ts`, `ExecutionRecord`): its agent, revision, FSM session,
 // status, phase, flags, in-flight operation count and waiter count.
 //
@@ -7,7 +7,7 @@
 // their slot before they are granted (see `reserveForAdmission`), so
 // installing an admitted execution never fails.
 
-import { ExecutionRecord, ResultCode } from "./abi";
+import { ExecutionBits, ExecutionRecord, Nibble, ResultCode } from "./abi";
 import { admittingAgents, firstGeneration, nextGeneration } from "./agent-table";
 import { executionTable, reserveExecutionCapacity } from "./memory-layout";
 
@@ -32,9 +32,23 @@ export function executionSlotsUsed(): u32 {
 }
 
 // -- field accessors, one per field -----------------------------------------
+// Two 24-bit fields are the low three bytes of a little-endian word whose
+// high byte is the next field (`StatusPhase`, `Flags`): read masked, written
+// keeping that byte.
+
+@inline function lowWord(slot: u32, offset: usize): u32 {
+  return load<u32>(executionPointer(slot) + offset) & ExecutionBits.Low24;
+}
+@inline function setLowWord(slot: u32, offset: usize, value: u32): void {
+  const pointer = executionPointer(slot) + offset;
+  store<u32>(pointer, (load<u32>(pointer) & ~(<u32>ExecutionBits.Low24)) | value);
+}
+@inline function statusPhase(slot: u32): u32 {
+  return load<u8>(executionPointer(slot), ExecutionRecord.StatusPhase);
+}
 
 @inline export function executionAgentPlusOne(slot: u32): u32 {
-  return load<u32>(executionPointer(slot), ExecutionRecord.AgentSlotPlusOne);
+  return lowWord(slot, ExecutionRecord.AgentSlotPlusOne);
 }
 @inline export function executionRevision(slot: u32): u32 {
   return load<u32>(executionPointer(slot), ExecutionRecord.Revision);
@@ -52,28 +66,34 @@ export function executionSlotsUsed(): u32 {
   return load<u32>(executionPointer(slot), ExecutionRecord.Generation);
 }
 @inline export function executionWaiters(slot: u32): u32 {
-  return load<u16>(executionPointer(slot), ExecutionRecord.Waiters);
+  return lowWord(slot, ExecutionRecord.WaitersInFlight) & ExecutionBits.WaitersMask;
 }
+/** `value` ≤ `Limit.WaitersMax` (the caller refused more); masked all the
+ * same, so a count never reaches the bits beside it. */
 @inline export function setExecutionWaiters(slot: u32, value: u32): void {
-  store<u16>(executionPointer(slot), <u16>value, ExecutionRecord.Waiters);
+  const kept = lowWord(slot, ExecutionRecord.WaitersInFlight) & ~(<u32>ExecutionBits.WaitersMask);
+  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | (value & ExecutionBits.WaitersMask));
 }
 @inline export function executionInFlight(slot: u32): u32 {
-  return load<u16>(executionPointer(slot), ExecutionRecord.InFlight);
+  return lowWord(slot, ExecutionRecord.WaitersInFlight) >>> ExecutionBits.InFlightShift;
 }
+/** `value` ≤ `Limit.InFlightMax` (the caller refused more, and an
+ * underflow); masked all the same. */
 @inline export function setExecutionInFlight(slot: u32, value: u32): void {
-  store<u16>(executionPointer(slot), <u16>value, ExecutionRecord.InFlight);
+  const kept = lowWord(slot, ExecutionRecord.WaitersInFlight) & ExecutionBits.WaitersMask;
+  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | ((value & ExecutionBits.InFlightMask) << ExecutionBits.InFlightShift));
 }
 @inline export function executionStatus(slot: u32): u32 {
-  return load<u8>(executionPointer(slot), ExecutionRecord.Status);
+  return statusPhase(slot) & Nibble.LowMask;
 }
 @inline export function setExecutionStatus(slot: u32, value: u32): void {
-  store<u8>(executionPointer(slot), <u8>value, ExecutionRecord.Status);
+  store<u8>(executionPointer(slot), <u8>((statusPhase(slot) & ~Nibble.LowMask) | value), ExecutionRecord.StatusPhase);
 }
 @inline export function executionPhase(slot: u32): u32 {
-  return load<u8>(executionPointer(slot), ExecutionRecord.Phase);
+  return statusPhase(slot) >>> Nibble.HighShift;
 }
 @inline export function setExecutionPhase(slot: u32, value: u32): void {
-  store<u8>(executionPointer(slot), <u8>value, ExecutionRecord.Phase);
+  store<u8>(executionPointer(slot), <u8>((statusPhase(slot) & Nibble.LowMask) | (value << Nibble.HighShift)), ExecutionRecord.StatusPhase);
 }
 @inline export function executionFlags(slot: u32): u32 {
   return load<u8>(executionPointer(slot), ExecutionRecord.Flags);
@@ -124,14 +144,11 @@ export function allocateExecution(
     store<u32>(executionPointer(slot), firstGeneration, ExecutionRecord.Generation);
   }
   const pointer = executionPointer(slot);
-  store<u32>(pointer, agent + 1, ExecutionRecord.AgentSlotPlusOne);
   store<u32>(pointer, revision, ExecutionRecord.Revision);
   store<u32>(pointer, session, ExecutionRecord.Session);
-  store<u16>(pointer, 0, ExecutionRecord.Waiters);
-  store<u16>(pointer, 0, ExecutionRecord.InFlight);
-  store<u8>(pointer, <u8>status, ExecutionRecord.Status);
-  store<u8>(pointer, <u8>phase, ExecutionRecord.Phase);
-  store<u8>(pointer, <u8>flags, ExecutionRecord.Flags);
+  const statusPhase = status | (phase << Nibble.HighShift);
+  store<u32>(pointer, (agent + 1) | (statusPhase << ExecutionBits.HighByteShift), ExecutionRecord.AgentSlotPlusOne);
+  store<u32>(pointer, flags << ExecutionBits.HighByteShift, ExecutionRecord.WaitersInFlight);
   liveExecutions += 1;
   return slot;
 }
@@ -141,14 +158,11 @@ export function allocateExecution(
 export function freeExecution(slot: u32): void {
   const pointer = executionPointer(slot);
   store<u32>(pointer, nextGeneration(executionGeneration(slot)), ExecutionRecord.Generation);
-  store<u32>(pointer, 0, ExecutionRecord.AgentSlotPlusOne);
   store<u32>(pointer, executionFreeHeadPlusOne, ExecutionRecord.Revision);
   store<u32>(pointer, 0, ExecutionRecord.Session);
-  store<u16>(pointer, 0, ExecutionRecord.Waiters);
-  store<u16>(pointer, 0, ExecutionRecord.InFlight);
-  store<u8>(pointer, 0, ExecutionRecord.Status);
-  store<u8>(pointer, 0, ExecutionRecord.Phase);
-  store<u8>(pointer, 0, ExecutionRecord.Flags);
+  // The agent slot + 1, status and phase; the waiters, in flight and flags.
+  store<u32>(pointer, 0, ExecutionRecord.AgentSlotPlusOne);
+  store<u32>(pointer, 0, ExecutionRecord.WaitersInFlight);
   executionFreeHeadPlusOne = slot + 1;
   liveExecutions -= 1;
 }

@@ -14,7 +14,7 @@ import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
 import { isConversationAtRest, isExecutionAtRest, isExecutionHeldForRecovery } from "./decisions/recovery";
 import {
-  agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
+  agentTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
 import { fsmNext, continuationResumePhase } from "./fsm";
 import { conversationNext } from "./conversation-fsm";
@@ -135,7 +135,6 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
 
 export function effectBufferPointer(): usize { return effectBuffer; }
 export function agentTablePointer(): usize { return agentTable; }
-export function conversationTablePointer(): usize { return conversationTable; }
 export function executionTablePointer(): usize { return executionTable; }
 export function executionTableCapacity(): u32 { return executionCapacity; }
 export function agentHighWater(): u32 { return agentSlotsUsed(); }

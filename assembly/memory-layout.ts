@@ -1,29 +1,30 @@
 // Linear memory of the core: where each region starts, and how big it is.
 //
 //   __heap_base
-//   +----------------+-------------------------+-------------------------------+-------------------------------+
-//   | effect buffer  | agent table             | conversation table            | execution table               |
-//   | count + 16 × 5 | agentsMax × AgentRecord | agentsMax × ConversationRecord| capacity × ExecutionRecord    |
-//   | words          | (allocated at init)     | (allocated at init, same slot)| (doubles up to executionsMax) |
-//   +----------------+-------------------------+-------------------------------+-------------------------------+
+//   +----------------+------------------------------+-------------------------------+
+//   | effect buffer  | agent table                  | execution table               |
+//   | count + 16 × 5 | agentsMax × AgentRecord      | capacity × ExecutionRecord    |
+//   | words          | (allocated at init; each     | (doubles up to executionsMax) |
+//   |                | holds its conversation too)  |                               |
+//   +----------------+------------------------------+-------------------------------+
 //
 // Nothing else lives in linear memory: the runtime is `stub` and the core
-// never allocates, so every byte is one of these four regions. Offsets are
+// never allocates, so every byte is one of these three regions. Offsets are
 // derived from the record sizes in `abi.ts`, never typed twice.
 //
 // "Allocated at init" is address space, not memory: `memory.grow` gives
-// zeroed pages that the engine maps on first write, and the agent and
-// conversation tables are written only up to the high-water mark of slots
-// used. A core on the default limits (4,194,304 agents: 128 MiB of tables)
-// adds no measurable RSS at init; each conversation used touches 32 bytes
-// of them, each live execution 24 (docs/decisions/0066).
+// zeroed pages that the engine maps on first write, and the agent table is
+// written only up to the high-water mark of slots used. A core on the
+// default limits (4,194,304 agents: 96 MiB of table) adds no measurable RSS
+// at init; each conversation used touches 24 bytes of it, each live
+// execution 20 (docs/decisions/0066, 0104).
 
-import { AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord } from "./abi";
+import { AgentRecord, EffectLayout, ExecutionRecord } from "./abi";
 
 const PAGE_BYTES: usize = 65536;
 const REGION_ALIGNMENT: usize = 16;
 /** Execution slots the table starts with: enough for a typical process
- * without a grow, small enough (24 KiB) to cost nothing at start-up. */
+ * without a grow, small enough (20 KiB) to cost nothing at start-up. */
 const EXECUTION_CAPACITY_INITIAL: u32 = 1024;
 
 const EFFECT_BUFFER_BYTES: usize =
@@ -31,7 +32,6 @@ const EFFECT_BUFFER_BYTES: usize =
 
 export let effectBuffer: usize = 0;
 export let agentTable: usize = 0;
-export let conversationTable: usize = 0;
 export let executionTable: usize = 0;
 export let executionCapacity: u32 = 0;
 
@@ -53,8 +53,7 @@ function ensureMemory(end: usize): bool {
 export function layoutRegions(agentsMax: u32, executionsMax: u32): bool {
   effectBuffer = alignUp(__heap_base, REGION_ALIGNMENT);
   agentTable = alignUp(effectBuffer + EFFECT_BUFFER_BYTES, REGION_ALIGNMENT);
-  conversationTable = alignUp(agentTable + <usize>agentsMax * AgentRecord.Size, REGION_ALIGNMENT);
-  executionTable = alignUp(conversationTable + <usize>agentsMax * ConversationRecord.Size, REGION_ALIGNMENT);
+  executionTable = alignUp(agentTable + <usize>agentsMax * AgentRecord.Size, REGION_ALIGNMENT);
   const initial = executionsMax < EXECUTION_CAPACITY_INITIAL ? executionsMax : EXECUTION_CAPACITY_INITIAL;
   if (!ensureMemory(executionTable + <usize>initial * ExecutionRecord.Size)) return false;
   executionCapacity = initial;

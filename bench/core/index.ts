@@ -8,7 +8,7 @@
 // same recording in the same process, alternating, and the best of several
 // passes is reported for each.
 
-import { AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, MessageKind as M, PreparationOutcome } from "../../assembly/abi.js";
+import { AgentRecord, EffectLayout, ExecutionRecord, MessageKind as M, PreparationOutcome } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import type { ControlMachine, CoreLimits } from "../../host/core/machine.js";
@@ -78,5 +78,5 @@ if (big.liveExecutions !== LIVE) throw new Error(`expected ${LIVE} live executio
 const bytes = big.memoryBytes;
 console.log(`memory with ${LIVE.toLocaleString()} live executions (each on its own agent): ${(bytes / 2 ** 20).toFixed(1)} MiB of linear memory`);
 console.log(
-  `  ${(bytes / LIVE).toFixed(1)} bytes per live execution, all in (execution record ${ExecutionRecord.Size} B + its agent's record ${AgentRecord.Size} B + its conversation's record ${ConversationRecord.Size} B; the rest is the ${EffectLayout.FirstEffectOffset + EffectLayout.EffectsMax * EffectLayout.Words * 4} B effect buffer, static tables and page rounding)`,
+  `  ${(bytes / LIVE).toFixed(1)} bytes per live execution, all in (execution record ${ExecutionRecord.Size} B + its agent's record, its conversation's with it, ${AgentRecord.Size} B; the rest is the ${EffectLayout.FirstEffectOffset + EffectLayout.EffectsMax * EffectLayout.Words * 4} B effect buffer, static tables and page rounding)`,
 );

@@ -23,6 +23,7 @@
 
 import { join } from "node:path";
 import { z } from "zod";
+import { AgentRecord, ExecutionRecord } from "../../assembly/abi.js";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { Phronomy, timer, type DefinedAgent, type Environment } from "../../host/index.js";
 import { completedOf, countDueRows, cpuMsPer, memoryLine, settled, suspendMany, type Suspension } from "./suspend-many.js";
@@ -74,7 +75,7 @@ function bytesPerWaitOf(env: Environment, waits: number): string {
   const ids = internals.coordinator.dormant.ids;
   const resting = internals.conversations.resting;
   const { exports } = internals.coordinator.settings.core;
-  const core = exports.agentHighWater() * (16 + 16) + exports.executionHighWater() * 24;
+  const core = exports.agentHighWater() * AgentRecord.Size + exports.executionHighWater() * ExecutionRecord.Size;
   const arenaUsed = typeof resting.used === "number" ? resting.used - (typeof resting.garbage === "number" ? resting.garbage : 0) : 0;
   const hostArrays =
     sizeOf(ids.pages)

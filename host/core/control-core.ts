@@ -7,10 +7,11 @@ import {
   AdmissionState,
   AgentLifecycle,
   AgentRecord,
-  ConversationRecord,
   EffectLayout,
+  ExecutionBits,
   ExecutionRecord,
   Limit,
+  Nibble,
   ReplaceFact,
   ResultCode,
 } from "../../assembly/abi.js";
@@ -126,9 +127,8 @@ export class ControlCore implements ControlMachine {
       agents.push(readAgent(memory, agentBase + slot * AgentRecord.Size, slot));
     }
     const conversations: ConversationRecordView[] = [];
-    const conversationBase = this.exports.conversationTablePointer();
     for (let slot = 0; slot < this.exports.agentHighWater(); slot += 1) {
-      conversations.push(readConversation(memory, conversationBase + slot * ConversationRecord.Size, slot));
+      conversations.push(readConversation(memory, agentBase + slot * AgentRecord.Size, slot));
     }
     const executions: ExecutionRecordView[] = [];
     const executionBase = this.exports.executionTablePointer();
@@ -147,11 +147,11 @@ export class ControlCore implements ControlMachine {
     };
   }
 
-  /** The conversation record of one agent slot (docs/decisions/0062): a
-   * read of 16 bytes, for the host's checks that its own counts (queued
+  /** The conversation of one agent slot (docs/decisions/0062): a read of
+   * its record, for the host's checks that its own counts (queued
    * messages, users) are the core's. */
   conversation(slot: number): ConversationRecordView {
-    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size;
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size;
     return readConversation(new DataView(this.exports.memory.buffer), at, slot);
   }
 
@@ -184,8 +184,8 @@ export class ControlCore implements ControlMachine {
   /** The cause byte of the conversation in `slot`: its RecoveryCause
    * while recovering, its HoldCause while held (docs/decisions/0062). */
   conversationCause(slot: number): number {
-    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size + ConversationRecord.Cause;
-    return new DataView(this.exports.memory.buffer).getUint8(at);
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size + AgentRecord.PhaseCause;
+    return new DataView(this.exports.memory.buffer).getUint8(at) >>> Nibble.HighShift;
   }
 
   /** Whether the agent in `slot` is itself held for recovery: its
@@ -195,8 +195,8 @@ export class ControlCore implements ControlMachine {
   agentHeldForRecovery(slot: number): boolean {
     const memory = new DataView(this.exports.memory.buffer);
     const at = this.exports.agentTablePointer() + slot * AgentRecord.Size;
-    const admission = memory.getUint8(at + AgentRecord.AdmissionState);
-    return admission === AdmissionState.RecoveryRequired && memory.getUint32(at + AgentRecord.ExecutionSlotPlusOne, true) === 0;
+    const admission = memory.getUint8(at + AgentRecord.AdmissionLifecycle) & Nibble.LowMask;
+    return admission === AdmissionState.RecoveryRequired && memory.getUint32(at + AgentRecord.TokenOrExecutionPlusOne, true) === 0;
   }
 
   /** Whether the execution in `slot` is held `recovery_required` (its
@@ -210,9 +210,8 @@ export class ControlCore implements ControlMachine {
    * if any: a read of its record. */
   agentExecutionSlot(slot: number): number | undefined {
     if (slot >= this.exports.agentHighWater()) return undefined;
-    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size + AgentRecord.ExecutionSlotPlusOne;
-    const plusOne = new DataView(this.exports.memory.buffer).getUint32(at, true);
-    return plusOne === 0 ? undefined : plusOne - 1;
+    const view = readAgent(new DataView(this.exports.memory.buffer), this.exports.agentTablePointer() + slot * AgentRecord.Size, slot);
+    return view.executionSlotPlusOne === 0 ? undefined : view.executionSlotPlusOne - 1;
   }
 
   /** Whether the execution in `slot` is at rest (suspended for approval,
@@ -418,52 +417,57 @@ export class ControlCore implements ControlMachine {
   }
 }
 
+/** The agent's fields of its record (`AgentRecord`): the owner token and
+ * the execution slot + 1 share a word, told apart by the admission state. */
 function readAgent(memory: DataView, at: number, slot: number): AgentRecordView {
   const generation = memory.getUint32(at + AgentRecord.Generation, true);
-  const lifecycle = memory.getUint8(at + AgentRecord.Lifecycle);
+  const admissionLifecycle = memory.getUint8(at + AgentRecord.AdmissionLifecycle);
+  const lifecycle = admissionLifecycle >>> Nibble.HighShift;
   if (lifecycle === AgentLifecycle.Free) {
     return { slot, ownerToken: 0, executionSlotPlusOne: 0, generation, admissionState: 0, lifecycle };
   }
-  return {
-    slot,
-    ownerToken: memory.getUint32(at + AgentRecord.OwnerToken, true),
-    executionSlotPlusOne: memory.getUint32(at + AgentRecord.ExecutionSlotPlusOne, true),
-    generation,
-    admissionState: memory.getUint8(at + AgentRecord.AdmissionState),
-    lifecycle,
-  };
+  const admissionState = admissionLifecycle & Nibble.LowMask;
+  const word = memory.getUint32(at + AgentRecord.TokenOrExecutionPlusOne, true);
+  const admitting = admissionState === AdmissionState.Admitting;
+  return { slot, ownerToken: admitting ? word : 0, executionSlotPlusOne: admitting ? 0 : word, generation, admissionState, lifecycle };
 }
 
+/** The conversation's fields of an agent record. */
 function readConversation(memory: DataView, at: number, slot: number): ConversationRecordView {
+  const phaseCause = memory.getUint8(at + AgentRecord.PhaseCause);
   return {
     slot,
-    recoveryEpoch: memory.getUint32(at + ConversationRecord.RecoveryEpoch, true),
-    users: memory.getUint16(at + ConversationRecord.Users, true),
-    queued: memory.getUint16(at + ConversationRecord.Queued, true),
-    phase: memory.getUint8(at + ConversationRecord.Phase),
-    cause: memory.getUint8(at + ConversationRecord.Cause),
-    flags: memory.getUint8(at + ConversationRecord.Flags),
-    failures: memory.getUint8(at + ConversationRecord.Failures),
-    abandonedEpoch: memory.getUint32(at + ConversationRecord.AbandonedEpoch, true),
+    recoveryEpoch: memory.getUint32(at + AgentRecord.RecoveryEpoch, true),
+    users: memory.getUint16(at + AgentRecord.Users, true),
+    queued: memory.getUint16(at + AgentRecord.Queued, true),
+    phase: phaseCause & Nibble.LowMask,
+    cause: phaseCause >>> Nibble.HighShift,
+    flags: memory.getUint8(at + AgentRecord.Flags),
+    failures: memory.getUint8(at + AgentRecord.Failures),
+    abandonedEpoch: memory.getUint32(at + AgentRecord.AbandonedEpoch, true),
   };
 }
 
+/** An execution record (`ExecutionRecord`): two 24-bit fields, each the
+ * low three bytes of a little-endian word. */
 function readExecution(memory: DataView, at: number, slot: number): ExecutionRecordView {
   const generation = memory.getUint32(at + ExecutionRecord.Generation, true);
-  const agentSlotPlusOne = memory.getUint32(at + ExecutionRecord.AgentSlotPlusOne, true);
+  const agentSlotPlusOne = memory.getUint32(at + ExecutionRecord.AgentSlotPlusOne, true) & ExecutionBits.Low24;
   if (agentSlotPlusOne === 0) {
     return { slot, agentSlotPlusOne, revision: 0, session: 0, generation, waiters: 0, inFlight: 0, status: 0, phase: 0, flags: 0 };
   }
+  const statusPhase = memory.getUint8(at + ExecutionRecord.StatusPhase);
+  const counts = memory.getUint32(at + ExecutionRecord.WaitersInFlight, true) & ExecutionBits.Low24;
   return {
     slot,
     agentSlotPlusOne,
     revision: memory.getUint32(at + ExecutionRecord.Revision, true),
     session: memory.getUint32(at + ExecutionRecord.Session, true),
     generation,
-    waiters: memory.getUint16(at + ExecutionRecord.Waiters, true),
-    inFlight: memory.getUint16(at + ExecutionRecord.InFlight, true),
-    status: memory.getUint8(at + ExecutionRecord.Status),
-    phase: memory.getUint8(at + ExecutionRecord.Phase),
+    waiters: counts & ExecutionBits.WaitersMask,
+    inFlight: counts >>> ExecutionBits.InFlightShift,
+    status: statusPhase & Nibble.LowMask,
+    phase: statusPhase >>> Nibble.HighShift,
     flags: memory.getUint8(at + ExecutionRecord.Flags),
   };
 }

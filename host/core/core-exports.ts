@@ -8,7 +8,6 @@ export interface CoreExports {
   apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number, g: number): number;
   effectBufferPointer(): number;
   agentTablePointer(): number;
-  conversationTablePointer(): number;
   executionTablePointer(): number;
   executionTableCapacity(): number;
   agentHighWater(): number;

@@ -7,6 +7,8 @@
  * generation (its other fields belong to the free list). */
 export interface AgentRecordView {
   readonly slot: number;
+  /** The token of an admission being prepared (`Admitting`); 0 in any
+   * other state (the record keeps it in the execution's word). */
   readonly ownerToken: number;
   readonly executionSlotPlusOne: number;
   readonly generation: number;

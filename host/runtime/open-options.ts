@@ -31,7 +31,8 @@ export interface OpenOptions {
   readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
   /** Sizes of the core: `agentsMax` conversations working or suspended at
    * once, `executionsMax` live executions (4,194,304 each by default, at
-   * most 16,777,216; the tables take memory only as they fill). */
+   * most 16,777,215 agents and 16,777,216 executions; the tables take
+   * memory only as they fill). */
   readonly limits?: Partial<CoreLimits>;
   /** What a throwing event listener does: `report` (default) logs it;
    * `fail_task` also fails the Run with StreamCallbackError when it threw

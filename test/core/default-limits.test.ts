@@ -6,7 +6,7 @@
 // reference model is always given its limits).
 
 import { describe, expect, it } from "vitest";
-import { EffectKind, ExecutionStatus, Limit, MessageKind, Phase, ResultCode } from "../../assembly/abi.js";
+import { EffectKind, ExecutionRecord, ExecutionStatus, Limit, MessageKind, Phase, ResultCode } from "../../assembly/abi.js";
 import { ControlCore, DEFAULT_CORE_LIMITS } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 
@@ -47,9 +47,9 @@ describe("default limits", () => {
     expect(refused).toEqual([]);
     expect(core.liveExecutions).toBe(CONVERSATIONS);
     // The tables for the limits were laid out at init; the execution table
-    // then doubled as executions came: 2^21 slots of 24 bytes now, not the
+    // then doubled as executions came: 2^21 slots of 20 bytes now, not the
     // 4 million of the limit.
-    const executionTable = (2 ** 21 - 1024) * 24;
+    const executionTable = (2 ** 21 - 1024) * ExecutionRecord.Size;
     expect(core.memoryBytes).toBeLessThanOrEqual(memoryAtInit + executionTable + 65_536);
   }, 120_000);
 });

@@ -350,7 +350,7 @@ export class ReferenceCore implements ControlMachine {
     const agents: AgentRecordView[] = this.agents.map((agent, slot) =>
       agent.lifecycle === AgentLifecycle.Free
         ? { slot, ownerToken: 0, executionSlotPlusOne: 0, generation: agent.generation, admissionState: 0, lifecycle: 0 }
-        : { slot, ...agent },
+        : { slot, ...agent, ownerToken: agent.admissionState === AdmissionState.Admitting ? agent.ownerToken : 0 },
     );
     const executions: ExecutionRecordView[] = this.executions.map((exec, slot) =>
       exec.agentSlotPlusOne === 0 ? { ...freshExecution(exec.generation), slot } : { slot, ...exec },
@@ -661,7 +661,7 @@ export class ReferenceCore implements ControlMachine {
     if (agent.admissionState !== AdmissionState.Admitting) return this.drop(K, ResultCode.AdmissionStateMustMatch);
     if (token !== agent.ownerToken) return this.drop(K, ResultCode.OwnerTokenMustMatch);
 
-    // READING: the owner token is kept.
+    // READING: the owner token is kept (read only while `Admitting`; the view shows 0 after).
     if (!inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed)) {
       agent.admissionState = AdmissionState.RecoveryRequired;
       this.admittingAgents -= 1;
