@@ -37,10 +37,13 @@ export async function fenceHomesOfMovedPartitions(client: pg.ClientBase, schema:
     UPDATE partitions SET moved_out = true WHERE partition IN (SELECT partition_of(agent_id) FROM conversation_homes);
 
     -- The fence (0042, 0101): the natural partition's lock shared, then its
-    -- row. A partition none of whose conversations was moved out answers
-    -- from that row. Otherwise the conversation's own lock (a move holds
-    -- it exclusive) and its home: a homed conversation is fenced by its
-    -- home partition's lock and row (homes never change).
+    -- row, in one statement with the conversation's home — read only when
+    -- the row's moved_out is set (a CASE evaluates its subquery only when
+    -- taken). A partition none of whose conversations was moved out answers
+    -- from its row. A home seen is final (homes never change): the home
+    -- partition's lock and row fence the write. No home seen in a flagged
+    -- partition: the conversation's own lock (a move holds it exclusive),
+    -- then its home read again, as migration 24's fence did.
     CREATE OR REPLACE FUNCTION partition_fence_held(p_agent_id text, p_owner text, p_epoch bigint, p_live boolean)
     RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
     DECLARE
@@ -52,15 +55,18 @@ export async function fenceHomesOfMovedPartitions(client: pg.ClientBase, schema:
       PERFORM pg_advisory_xact_lock_shared(${key}, fenced);
       -- A statement of its own, after the lock (0042).
       SELECT partitions.owner = p_owner AND partitions.epoch = p_epoch AND (NOT p_live OR partitions.expires_at > clock_timestamp()),
-             partitions.moved_out
-        INTO held, moved FROM partitions WHERE partitions.partition = fenced;
+             partitions.moved_out,
+             CASE WHEN partitions.moved_out THEN (SELECT homes.partition FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id) END
+        INTO held, moved, homed FROM partitions WHERE partitions.partition = fenced;
       IF NOT coalesce(moved, false) THEN
         RETURN coalesce(held, false);
       END IF;
-      PERFORM pg_advisory_xact_lock_shared(${moveKey}, hashtext(p_agent_id));
-      SELECT homes.partition INTO homed FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id;
       IF homed IS NULL THEN
-        RETURN coalesce(held, false);
+        PERFORM pg_advisory_xact_lock_shared(${moveKey}, hashtext(p_agent_id));
+        SELECT homes.partition INTO homed FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id;
+        IF homed IS NULL THEN
+          RETURN coalesce(held, false);
+        END IF;
       END IF;
       PERFORM pg_advisory_xact_lock_shared(${key}, homed);
       RETURN EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = homed AND partitions.owner = p_owner
