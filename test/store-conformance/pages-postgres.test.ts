@@ -24,7 +24,8 @@ describe("the paging migration (postgres)", () => {
     // (0076), the core's replacing verdicts (0087), definitions (0089),
     // conversation homes (0101: migration 24 replaces the fence again),
     // migration 25's partition flag and its barrier-kept columns (0107,
-    // 0108: migration 5's finish index is rebuilt as it was)).
+    // 0108: migration 5's finish index and migration 1's creation index
+    // are rebuilt as they were)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
@@ -36,6 +37,7 @@ describe("the paging migration (postgres)", () => {
         DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes;
         ALTER TABLE partitions DROP COLUMN moved_out; ALTER TABLE executions DROP COLUMN definition;
         ALTER TABLE executions DROP COLUMN finished_at; CREATE INDEX executions_finished ON executions (updated_at) WHERE status = 'terminal';
+        CREATE INDEX executions_by_creation ON executions (created_at);
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });

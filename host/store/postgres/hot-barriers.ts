@@ -18,6 +18,13 @@
 //   preparation; the SQLite store keeps it the same way, 0094). The pages
 //   filter on it (`page-definitions.ts`).
 //
+// And `executions_by_creation` (`created_at` alone, migration 1) goes, as
+// it went from the SQLite store (decision 0091): every read ordered or
+// bounded by `created_at` is served by `executions_by_time` (`created_at,
+// execution_id`), whose first column it is, and each write not in place
+// (the preparation, the terminal commit, a barrier that found its page
+// full) wrote an entry into it.
+//
 // Rule kept here: no index of `executions` names `metadata`, `usage`,
 // `phase`, `revision`, `last_seq` or `updated_at` — the columns a barrier
 // writes (`functions.ts`). A new index on one of them makes every barrier
@@ -29,7 +36,8 @@ import { documentOf } from "./pages.js";
 /** The name a row's metadata carries (`metadata.config.definition`), as SQL over `row`. */
 const definitionIn = (row: string) => `(${row}metadata::jsonb #>> '{config,definition}')`;
 
-/** Migration 25, its second part: the two indexes moved onto columns no barrier writes. */
+/** Migration 25, its second part: the two indexes moved onto columns no
+ * barrier writes; the index on `created_at` alone dropped. */
 export async function indexColumnsBarriersKeep(client: pg.ClientBase): Promise<void> {
   await client.query(`
     ALTER TABLE executions ADD COLUMN finished_at bigint GENERATED ALWAYS AS (CASE WHEN status = 'terminal' THEN updated_at END) STORED;
@@ -40,6 +48,8 @@ export async function indexColumnsBarriersKeep(client: pg.ClientBase): Promise<v
     UPDATE executions SET definition = ${definitionIn("")} WHERE ${definitionIn("")} IS NOT NULL;
     DROP INDEX executions_by_definition;
     CREATE INDEX executions_by_definition ON executions (definition, created_at, execution_id);
+
+    DROP INDEX executions_by_creation;
 
     -- The search document (migration 18, \`pages.ts\`) and, on insert, the definition's name.
     CREATE OR REPLACE FUNCTION execution_search_document() RETURNS trigger LANGUAGE plpgsql AS $$
