@@ -4,7 +4,9 @@
 // partition sets it, after waiting for the writes in flight of that
 // partition (its fence lock taken exclusive); the natural holder — opened
 // without `takeIdleHere` — is fenced out of the moved conversation and
-// still writes the partition's other conversations.
+// still writes the partition's other conversations. A process opened with
+// `takeIdleHere` flags every partition whose fence lock is free at open,
+// without waiting for the others.
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
@@ -17,18 +19,20 @@ import pg from "pg";
 const leaseMs = 1_000;
 const count = 2;
 
-async function setUp(): Promise<{ schema: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
+async function setUp(): Promise<{ schema: string; url: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
   const { schema, url } = await freePartitionsSchema(leaseMs, count);
   const a = await PostgresStore.open(url, { instanceId: "a" });
   atEnd(() => a.close());
-  const b = await PostgresStore.open(url, { instanceId: "b", takeIdleHere: true });
+  // Neither opened with takeIdleHere (which flags every partition at
+  // open, the last test): the moves are asked of the store directly.
+  const b = await PostgresStore.open(url, { instanceId: "b" });
   atEnd(() => b.close());
   await eventually(
     () => [a.heldPartitions().length, b.heldPartitions().length],
     ([held, other]) => held === 1 && other === 1,
     "each store holds one partition",
   );
-  return { schema, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
+  return { schema, url, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
 }
 
 function conversationIn(partition: number, prefix: string): string {
@@ -85,5 +89,27 @@ describe("the fence of a partition nothing was moved out of (PostgreSQL)", () =>
     await client.query("COMMIT");
     expect(await b.takeConversationHere(moved)).toEqual({ outcome: "moved", partition: pb });
     expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+  });
+
+  it("a process opened with takeIdleHere flags every partition whose fence lock is free, without waiting for a write in flight; that one is flagged later", async () => {
+    const { schema, url, pa, pb } = await setUp();
+    const client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    atEnd(() => client.end());
+    await client.query(`SET search_path = "${schema}"`);
+    await client.query("BEGIN");
+    const { epoch } = (await client.query<{ epoch: string }>("SELECT epoch FROM partitions WHERE partition = $1", [pa])).rows[0]!;
+    await client.query("SELECT partition_fence_held($1, 'a', $2, false)", [conversationIn(pa, "writing"), epoch]);
+    // Opened while a write of pa holds its lock: the open does not wait for it.
+    const c = await PostgresStore.open(url, { instanceId: "c", takeIdleHere: true });
+    atEnd(() => c.close());
+    expect(await movedOut(schema)).toEqual({ [pa]: false, [pb]: true });
+    await client.query("COMMIT");
+    const left = await withClient(async (other) => {
+      await other.query(`SET search_path = "${schema}"`);
+      return (await other.query<{ left: number }>("SELECT flag_partitions_moved_out() AS left")).rows[0]!.left;
+    });
+    expect(left).toBe(0);
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: true });
   });
 });

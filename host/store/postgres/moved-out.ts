@@ -20,6 +20,12 @@
 //   reads the flag true. Later moves out of that partition take only the
 //   conversation's lock (0101: measured, the partition lock per move held
 //   every write of the partition behind it).
+// * A process opened with `takeIdleHere` flags every partition whose
+//   fence lock is free at once, at open (`flag_partitions_moved_out`,
+//   try-locks: it never waits for a write nor holds one back), so its
+//   moves seldom wait for a partition's writes in flight: a store where
+//   such a process opened reads homes in every partition's writes; one
+//   where none ever did, in none.
 // * The flag is never cleared: homes are never removed (0101).
 
 import type pg from "pg";
@@ -28,7 +34,7 @@ import { fenceLockClass } from "./partitions.js";
 
 /** Migration 25, its first part: `partitions.moved_out` (set for the
  * partitions that have conversations homed elsewhere already), the fence
- * and the move replaced to keep it. */
+ * and the move replaced to keep it, and `flag_partitions_moved_out`. */
 export async function fenceHomesOfMovedPartitions(client: pg.ClientBase, schema: string): Promise<void> {
   const key = await fenceLockClass(client, schema);
   const moveKey = moveLockClass(key);
@@ -71,6 +77,20 @@ export async function fenceHomesOfMovedPartitions(client: pg.ClientBase, schema:
       PERFORM pg_advisory_xact_lock_shared(${key}, homed);
       RETURN EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = homed AND partitions.owner = p_owner
                        AND partitions.epoch = p_epoch AND (NOT p_live OR partitions.expires_at > clock_timestamp()));
+    END $$;
+
+    -- Flags the partitions not flagged yet whose fence lock is free now
+    -- (taken exclusive without waiting: no write of theirs is in flight,
+    -- so none read the flag false and is still to commit); answers how many
+    -- are left. A process opened with takeIdleHere calls it at open, so its
+    -- moves rarely find a partition unflagged (and wait for its writes).
+    CREATE FUNCTION flag_partitions_moved_out() RETURNS integer
+    LANGUAGE plpgsql VOLATILE AS $$
+    BEGIN
+      UPDATE partitions SET moved_out = true
+      WHERE partitions.partition IN (SELECT candidate.partition FROM partitions AS candidate WHERE NOT candidate.moved_out FOR UPDATE SKIP LOCKED)
+        AND pg_try_advisory_xact_lock(${key}, partitions.partition);
+      RETURN (SELECT count(*)::integer FROM partitions WHERE NOT partitions.moved_out);
     END $$;
 
     -- The move (0101), setting its natural partition's flag first when it
@@ -130,4 +150,21 @@ export async function fenceHomesOfMovedPartitions(client: pg.ClientBase, schema:
       RETURN QUERY SELECT 'moved'::text, p_partition;
     END $$;
   `);
+}
+
+/** Tries this often at open to flag every partition (a partition whose
+ * writes hold its fence lock at that instant is tried again). */
+const flagAttemptsMax = 5;
+const flagRetryMs = 20;
+
+/** A process opened with `takeIdleHere`: flags the partitions, without
+ * waiting for any write (those left are flagged by their first move out). */
+export async function flagPartitionsMovedOut(pool: Pick<pg.Pool, "query">): Promise<number> {
+  let left = 0;
+  for (let attempt = 0; attempt < flagAttemptsMax; attempt += 1) {
+    left = Number((await pool.query<{ left: number }>("SELECT flag_partitions_moved_out() AS left")).rows[0]!.left);
+    if (left === 0) return 0;
+    await new Promise((resolve) => setTimeout(resolve, flagRetryMs));
+  }
+  return left;
 }
