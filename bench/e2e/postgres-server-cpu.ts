@@ -3,17 +3,21 @@
 // for `BENCH_SECONDS` (default 5) in a fresh schema, then per run: the
 // process's CPU (every thread), the CPU of the server backends this process
 // is connected to (read from /proc: the server must run on this machine),
-// round trips and statements (`postgres-profile.ts`). Server CPU per run
-// barely moves with the machine's load where runs/s does, so two commits
-// compare by it (docs/decisions/0107).
+// the server's WAL bytes and records (`pg_stat_wal`: the whole server's,
+// so give it a server nothing else uses), the executions table's updates
+// and HOT updates, the buffers its tables and indexes read, round trips
+// and statements (`postgres-profile.ts`). The counts barely move with the
+// machine's load; CPU per run does (compare medians of rounds alternated
+// between two commits, docs/decisions/0107 and 0108).
 //
 //   node --import tsx bench/e2e/postgres-server-cpu.ts [postgres://…]
 //   BENCH_ROUNDS=3 BENCH_PG_TAKE_IDLE_HERE=1 …   # rounds; open with takeIdleHere
+//   BENCH_PERF_RECORD=/tmp/server BENCH_PERF_HZ=2000 …  # `perf record` of the backends over the loop
 //
 // Linux only (the backends' CPU is /proc/<pid>/stat's utime + stime, in
 // clock ticks: 10 ms each, so give the loop seconds).
 
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import pg from "pg";
@@ -25,19 +29,8 @@ const url = process.argv[2] ?? process.env.BENCH_POSTGRES ?? "postgres://postgre
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
 const takeIdleHere = process.env.BENCH_PG_TAKE_IDLE_HERE === "1";
-/** The partition lease (a server under callgrind needs a long one). */
+/** The partition lease (`BENCH_LEASE_MS`; a slow server needs a long one). */
 const leaseMs = process.env.BENCH_LEASE_MS === undefined ? undefined : Number(process.env.BENCH_LEASE_MS);
-/** The server runs under valgrind's callgrind (a server of its own, not a
- * shared one): its backends' instructions are counted over the loop. */
-const callgrindDirectory = process.env.BENCH_CALLGRIND_DIR;
-const callgrind = callgrindDirectory !== undefined;
-/** The server's user (callgrind_control must run as it), when not this one's. */
-const callgrindUser = process.env.BENCH_CALLGRIND_USER;
-
-function callgrindControl(...args: string[]): string {
-  const [command, given] = callgrindUser === undefined ? ["callgrind_control", args] : ["runuser", ["-u", callgrindUser, "--", "callgrind_control", ...args]];
-  return execFileSync(command, given, { encoding: "utf8" });
-}
 /** A file: `perf record` (cpu-clock, call graphs) of the backends over the loop. */
 const perfOutput = process.env.BENCH_PERF_RECORD;
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on Linux). */
@@ -91,24 +84,6 @@ async function backendsOfThisProcess(admin: pg.Client, port: number): Promise<nu
   const own = (await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
   const rows = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::integer[]) AND pid <> $2", [ports, own]);
   return rows.rows.map((row) => row.pid);
-}
-
-/** Instructions the backends ran since their counters were zeroed: each
- * dumped now, its newest dump's totals summed (a backend started after the
- * zeroing counts from its start). */
-function instructionsOf(pids: ReadonlySet<number>): number {
-  let total = 0;
-  for (const pid of pids) {
-    callgrindControl("-d", String(pid));
-    const dumps = readdirSync(callgrindDirectory!)
-      .filter((name) => name.startsWith(`cg.${pid}.`))
-      .sort((a, b) => Number(a.split(".").at(-1)) - Number(b.split(".").at(-1)));
-    const newest = dumps.length > 0 ? `${callgrindDirectory}/${dumps.at(-1)}` : undefined;
-    if (newest === undefined) continue;
-    const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(newest, "utf8"));
-    total += Number(totals?.[1] ?? 0);
-  }
-  return total;
 }
 
 /** The server's WAL so far, and the executions table's updates (all, and
@@ -172,7 +147,6 @@ async function main(): Promise<void> {
                 ["record", "-e", "cpu-clock", "-F", process.env.BENCH_PERF_HZ ?? "499", "-g", "-o", `${perfOutput}.${round}`, "-p", backendsBefore.join(",")],
                 { stdio: "ignore" },
               );
-        if (callgrind) for (const pid of backendsBefore) callgrindControl("-z", String(pid));
         const tally = openTally();
         const figures = await runConversationsFor(definition, "cpu", IN_FLIGHT, seconds);
         tally.stop();
@@ -183,17 +157,16 @@ async function main(): Promise<void> {
         const cpu = process.cpuUsage(cpuBefore);
         const backendsAfter = await backendsOfThisProcess(admin, port);
         const walAfter = await walAndRows(admin, schema);
-        const instructions = callgrind ? instructionsOf(new Set([...backendsBefore, ...backendsAfter])) : undefined;
         let serverTicks = 0;
         for (const pid of new Set([...backendsBefore, ...backendsAfter])) serverTicks += cpuTicks(pid) - (ticksBefore.get(pid) ?? 0);
         const summary = summarize(figures);
         const perRun = (micros: number) => (micros / figures.runs).toFixed(0);
         const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
         console.log(
-          `  round ${round}: ${summary.runsPerSecond.toFixed(0)} runs/s, p50 ${summary.p50.toFixed(0)} ms; CPU per run: process ${perRun(cpu.user + cpu.system)} µs, server ${perRun((serverTicks * 1_000_000) / ticksPerSecond)} µs (${backendsAfter.length} backends)${instructions === undefined ? "" : `, ${(instructions / figures.runs / 1e6).toFixed(3)} M instructions`}; load ${load}`,
+          `  round ${round}: ${summary.runsPerSecond.toFixed(0)} runs/s, p50 ${summary.p50.toFixed(0)} ms; CPU per run: process ${perRun(cpu.user + cpu.system)} µs, server ${perRun((serverTicks * 1_000_000) / ticksPerSecond)} µs (${backendsAfter.length} backends); load ${load}`,
         );
         console.log(
-          `    per run: ${((walAfter.walBytes - walBefore.walBytes) / figures.runs).toFixed(0)} B of WAL in ${((walAfter.walRecords - walBefore.walRecords) / figures.runs).toFixed(1)} records (the whole server's: alone on it, this run's), execution row updates ${((walAfter.updates - walBefore.updates) / figures.runs).toFixed(2)} of which in place (HOT) ${((walAfter.hotUpdates - walBefore.hotUpdates) / figures.runs).toFixed(2)}; buffers read: tables ${((walAfter.heapBlocks - walBefore.heapBlocks) / figures.runs).toFixed(0)}, indexes ${((walAfter.indexBlocks - walBefore.indexBlocks) / figures.runs).toFixed(0)}`,
+          `    per run: ${((walAfter.walBytes - walBefore.walBytes) / figures.runs).toFixed(0)} B of WAL in ${((walAfter.walRecords - walBefore.walRecords) / figures.runs).toFixed(1)} records (the whole server's), execution row updates ${((walAfter.updates - walBefore.updates) / figures.runs).toFixed(2)} of which in place (HOT) ${((walAfter.hotUpdates - walBefore.hotUpdates) / figures.runs).toFixed(2)}; buffers read: tables ${((walAfter.heapBlocks - walBefore.heapBlocks) / figures.runs).toFixed(0)}, indexes ${((walAfter.indexBlocks - walBefore.indexBlocks) / figures.runs).toFixed(0)}`,
         );
         console.log(`    ${describeTally(tally.tally, figures.runs)}`);
       } finally {
