@@ -35,7 +35,7 @@ describe("the paging migration (postgres)", () => {
         DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP FUNCTION prepare_execution_replacing_decided; DROP INDEX executions_by_definition;
         DROP FUNCTION home_conversation(text, text, integer, bigint, integer); DROP FUNCTION partition_fence_held_at(integer, text, bigint);
         DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes;
-        ALTER TABLE partitions DROP COLUMN moved_out; ALTER TABLE executions DROP COLUMN definition;
+        DROP FUNCTION flag_partitions_moved_out(); ALTER TABLE partitions DROP COLUMN moved_out; ALTER TABLE executions DROP COLUMN definition;
         ALTER TABLE executions DROP COLUMN finished_at; CREATE INDEX executions_finished ON executions (updated_at) WHERE status = 'terminal';
         CREATE INDEX executions_by_creation ON executions (created_at);
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
