@@ -84,6 +84,7 @@ import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { homesOfPartitions, readHomes, type HomeOutcome } from "./postgres/homes.js";
+import { flagPartitionsMovedOut } from "./postgres/moved-out.js";
 import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
@@ -315,6 +316,8 @@ export class PostgresStore implements ExecutionStore {
       });
       await opened.learnHomes(opened.heldPartitionNumbers());
       opened.takesIdle = options.takeIdleHere === true && options.balance !== false;
+      // Its moves then seldom wait for a partition's writes (docs/decisions/0107).
+      if (opened.takesIdle) await flagPartitionsMovedOut(pool);
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
       await locking.then(

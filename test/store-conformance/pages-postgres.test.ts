@@ -22,7 +22,10 @@ describe("the paging migration (postgres)", () => {
     // The store as the version before this migration wrote it (and so
     // without the migrations after it: keyed signals (0077), due waits
     // (0076), the core's replacing verdicts (0087), definitions (0089),
-    // conversation homes (0101: migration 24 replaces the fence again)).
+    // conversation homes (0101: migration 24 replaces the fence again),
+    // migration 25's partition flag and its barrier-kept columns (0107,
+    // 0108: migration 5's finish index and migration 1's creation index
+    // are rebuilt as they were)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
@@ -32,6 +35,9 @@ describe("the paging migration (postgres)", () => {
         DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP FUNCTION prepare_execution_replacing_decided; DROP INDEX executions_by_definition;
         DROP FUNCTION home_conversation(text, text, integer, bigint, integer); DROP FUNCTION partition_fence_held_at(integer, text, bigint);
         DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes;
+        DROP FUNCTION flag_partitions_moved_out(); ALTER TABLE partitions DROP COLUMN moved_out; ALTER TABLE executions DROP COLUMN definition;
+        ALTER TABLE executions DROP COLUMN finished_at; CREATE INDEX executions_finished ON executions (updated_at) WHERE status = 'terminal';
+        CREATE INDEX executions_by_creation ON executions (created_at);
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });

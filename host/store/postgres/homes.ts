@@ -21,15 +21,19 @@ import { fenceLockClass } from "./partitions.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
+/** The class of the conversations' own move locks, from the fence locks'
+ * (`key`): another key, so a conversation's lock never waits for a
+ * partition's (a collision of two conversations' hashes only makes one wait). */
+export function moveLockClass(key: number): number {
+  return key === 2_147_483_647 ? key - 1 : key + 1;
+}
+
 /** Migration 24: the homes table, the conversation's partition as the
  * fences read it (`conversation_partition`), the move (`home_conversation`)
  * and the fence (`partition_fence_held`) replaced to read a home. */
 export async function createConversationHomes(client: pg.ClientBase, schema: string): Promise<void> {
   const key = await fenceLockClass(client, schema);
-  // The class of the conversations' own move locks: another key, so a
-  // conversation's lock never waits for a partition's (a collision of two
-  // conversations' hashes only makes one wait).
-  const moveKey = key === 2_147_483_647 ? key - 1 : key + 1;
+  const moveKey = moveLockClass(key);
   await client.query(`
     CREATE TABLE conversation_homes (
       agent_id  text PRIMARY KEY,

@@ -9,10 +9,16 @@
 
 import type pg from "pg";
 
-/** The expression the index holds and the page's filter names (the planner uses the index only for the same text). */
-export const definitionExpression = "(metadata::jsonb #>> '{config,definition}')";
+/** What the index holds and the page's filter names: the `definition`
+ * column from migration 25 (written when the row is inserted; an index on
+ * the metadata made every barrier write every index: `hot-barriers.ts`,
+ * docs/decisions/0108). */
+export const definitionExpression = "definition";
 
-/** Migration 22: executions by definition. */
+/** The expression migration 22 indexed (the planner used the index only for the same text). */
+const definitionInMetadata = "(metadata::jsonb #>> '{config,definition}')";
+
+/** Migration 22: executions by definition (on the metadata; moved onto its own column by migration 25). */
 export async function createDefinitionIndex(client: pg.ClientBase): Promise<void> {
-  await client.query(`CREATE INDEX executions_by_definition ON executions (${definitionExpression}, created_at, execution_id)`);
+  await client.query(`CREATE INDEX executions_by_definition ON executions (${definitionInMetadata}, created_at, execution_id)`);
 }

@@ -43,7 +43,7 @@ const executionColumns =
 
 /** The document of a row (`row` is NEW in the trigger, the table in the
  * migration). An output not yet written is the JSON text `null`: not a word to find. */
-const documentOf = (row: string) =>
+export const documentOf = (row: string): string =>
   `to_tsvector('simple'::regconfig, left(${row}input, ${searchIndexedCharsMax}) || ' ' || coalesce(left(nullif(${row}output, 'null'), ${searchIndexedCharsMax}), ''))`;
 
 /** Migration: the keyset and outcome indexes, the `search` column, the

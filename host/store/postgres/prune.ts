@@ -33,8 +33,10 @@ export const postgresPruneBatchExecutions = 100;
 export const pruneLockTimeoutMs = 1_000;
 
 /** Migration 5: find finished executions by finish time, and an
- * execution's inbox rows, without a scan (the partial index holds terminal
- * rows only, so the hot path's barriers never touch it). Built inside the
+ * execution's inbox rows, without a scan. (The partial index held terminal
+ * rows only, but it named `updated_at`, which every barrier writes, so no
+ * barrier could update its row in place: migration 25 moved it onto
+ * `finished_at`, `hot-barriers.ts`, docs/decisions/0108.) Built inside the
  * migration's transaction: on a large existing store the first open after
  * the upgrade blocks writes to these tables while it builds. */
 export async function createPruneIndexes(client: pg.ClientBase): Promise<void> {
@@ -63,9 +65,9 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     `
     WITH candidates AS MATERIALIZED (
       SELECT execution_id, revision, updated_at FROM executions
-      WHERE status = 'terminal' AND updated_at < $1
+      WHERE status = 'terminal' AND finished_at < $1
         AND ($2::text IS NULL OR agent_id = $2) AND agent_id <> ALL($3::text[])
-      ORDER BY updated_at LIMIT $4
+      ORDER BY finished_at LIMIT $4
       FOR UPDATE SKIP LOCKED
     )
     DELETE FROM executions USING candidates

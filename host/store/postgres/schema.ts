@@ -40,6 +40,8 @@ import { createDefinitionIndex } from "./page-definitions.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createConversationHomes } from "./homes.js";
+import { fenceHomesOfMovedPartitions } from "./moved-out.js";
+import { indexColumnsBarriersKeep } from "./hot-barriers.js";
 import { createEventSignals } from "./signals.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
@@ -148,7 +150,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087).
  * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089).
  * Version 23: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096).
- * Version 24: conversation homes, a conversation moved to where its first start landed (`homes.ts`, docs/decisions/0101). */
+ * Version 24: conversation homes, a conversation moved to where its first start landed (`homes.ts`, docs/decisions/0101).
+ * Version 25: the fence reads homes only in a partition a conversation was moved out of (`moved-out.ts`, docs/decisions/0107);
+ *   the prune's and the pages' indexes on columns no barrier writes, so a barrier updates its row in place (`hot-barriers.ts`, 0108). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -174,7 +178,14 @@ export const migrations: readonly Migration[] = [
   createDefinitionIndex,
   dropPrepareReplacing,
   conversationHomes,
+  movedOutAndHotBarriers,
 ];
+
+async function movedOutAndHotBarriers(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
+  if (context === undefined) throw new Error("migration 25 needs the schema name (the fence lock's key)");
+  await fenceHomesOfMovedPartitions(client, context.schema);
+  await indexColumnsBarriersKeep(client);
+}
 
 async function conversationHomes(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
   if (context === undefined) throw new Error("migration 24 needs the schema name (the fence lock's key)");
