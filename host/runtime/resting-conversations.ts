@@ -11,18 +11,33 @@
 // (linear probing, at most three quarters full, deleted by shifting back:
 // no tombstones; open-table.ts). Its generation is the core's; its use
 // count is 0. For `user-123456` never released here: 13 bytes of arena,
-// 4 of offset, 5.3–6.7 of table, and the arena's growth slack (a quarter
-// at most past 65,536 bytes).
+// 4 of offset, 5.3–6.7 of table.
 //
-// The arena only grows at its end: a record removed is garbage until half
-// the arena is, when the records kept are copied into a fresh one. The
-// string an id is read back as (`idAt`) is made anew each time: equal to
-// the one added, not the same object.
+// The arena is pages of 16 KiB (docs/decisions/0111), allocated as the
+// records reach them: no copy as it grows, at most a page unused (the
+// first page starts at 1 KiB and doubles, for a coordinator with few
+// conversations). A record does not cross a page: one that does not fit
+// the last page's end starts the next (the end left unused: under a
+// record's size, 4 bytes a page for `user-123456`); one longer than a
+// page has a page of its own, of its length. An offset is the page's
+// index times 16,384 plus the byte in it. Records are only added at the
+// end: a record removed is garbage until half the records' bytes are,
+// when the records kept are copied into fresh pages. The string an id is
+// read back as (`idAt`) is made anew each time: equal to the one added,
+// not the same object.
 
-import { grownLength, grownTable, homeIn, tableFull } from "./open-table.js";
+import { grownTable, homeIn, tableFull } from "./open-table.js";
 
 /** Agent slots a page of offsets holds (16 KiB). */
 const pageSlots = 4096;
+/** Bytes of a page of the arena (a record longer has a page of its own);
+ * an offset's page is its bits from the 15th up. */
+const pageShift = 14;
+const pageBytes = 1 << pageShift;
+/** The first page's first length (doubled up to a page as it fills). */
+const firstPageBytes = 1024;
+/** Pages an offset plus one can address in 32 bits (4 GiB of records). */
+const maxPages = 2 ** (32 - pageShift) - 1;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -57,9 +72,30 @@ function varintLength(value: number): number {
   return length;
 }
 
-/** A record read at an offset: where its id's bytes begin, their length,
- * its kind, and where its release time is (0: it has none). */
+/** The bytes of the record at `at` of `page`: its two varints, its
+ * release time if it has one, its id's bytes. */
+function recordSize(page: Uint8Array, at: number): number {
+  let end = at;
+  let length = 0;
+  for (let shift = 1; ; shift *= 0x80) {
+    const byte = page[end++]!;
+    length += (byte & 0x7f) * shift;
+    if (byte < 0x80) break;
+  }
+  let kindTimesTwo = 0;
+  for (let shift = 1; ; shift *= 0x80) {
+    const byte = page[end++]!;
+    kindTimesTwo += (byte & 0x7f) * shift;
+    if (byte < 0x80) break;
+  }
+  return end - at + (kindTimesTwo % 2) * 8 + length;
+}
+
+/** A record read at an offset: its page, where its id's bytes begin in
+ * it, their length, its kind, and where its release time is in the page
+ * (0: it has none). */
 interface ArenaRecord {
+  page: Uint8Array;
   at: number;
   length: number;
   kind: number;
@@ -67,11 +103,13 @@ interface ArenaRecord {
 }
 
 export class RestingConversations {
-  /** The records, one after another. */
-  private arena = new Uint8Array(1024);
-  /** Bytes of the arena in use (kept and garbage). */
+  /** The records, one after another, by page (none until the first). */
+  private arena: Uint8Array[] = [];
+  /** Bytes of the last page records took. */
+  private fill = 0;
+  /** Bytes of the records written (kept and garbage; not the pages' unused ends). */
   private used = 0;
-  /** Bytes of the arena no record holds any more. */
+  /** Bytes of records no conversation holds any more. */
   private garbage = 0;
   /** Each agent slot's record: its offset in the arena plus one; 0: the
    * slot holds no conversation at rest. By page of `pageSlots` slots,
@@ -84,10 +122,17 @@ export class RestingConversations {
   /** The probe's scratch: the UTF-8 form of an id looked up. */
   private probe = new Uint8Array(256);
   /** What `read` returns (one object, reused). */
-  private readonly record: ArenaRecord = { at: 0, length: 0, kind: 0, releasedAt: 0 };
+  private readonly record: ArenaRecord = { page: new Uint8Array(0), at: 0, length: 0, kind: 0, releasedAt: 0 };
 
   get size(): number {
     return this.count;
+  }
+
+  /** Bytes the arena's pages hold (records, garbage, the pages' unused ends). */
+  get arenaBytes(): number {
+    let bytes = 0;
+    for (const page of this.arena) bytes += page.length;
+    return bytes;
   }
 
   /** Records the conversation `id` at rest in agent `slot`, of definition
@@ -104,19 +149,22 @@ export class RestingConversations {
     const length = this.encode(id);
     const released = releasedAt === undefined ? 0 : 1;
     const size = varintLength(length) + varintLength(kind * 2 + released) + released * 8 + length;
-    if (this.used + size > this.arena.length) this.makeRoom(size);
-    let at = writeVarint(this.arena, writeVarint(this.arena, this.used, length), kind * 2 + released);
+    if (!this.fits(size) && this.garbage > 0 && this.garbage * 2 >= this.used) this.compact();
+    const offset = this.place(size);
+    const page = this.arena[offset >>> pageShift]!;
+    let at = writeVarint(page, writeVarint(page, offset & (pageBytes - 1), length), kind * 2 + released);
     if (releasedAt !== undefined) {
       timeScratch[0] = releasedAt;
-      this.arena.set(timeBytes, at);
+      page.set(timeBytes, at);
       at += 8;
     }
-    this.arena.set(this.probe.subarray(0, length), at);
-    this.setOffset(slot, this.used + 1);
+    page.set(this.probe.subarray(0, length), at);
+    this.setOffset(slot, offset + 1);
     this.used += size;
     this.count += 1;
+    // A rehash inserts every slot with an offset, this one with them.
     if (tableFull(this.count, this.table.length)) this.rehash(grownTable(this.table.length));
-    this.insert(slot);
+    else this.insert(slot);
   }
 
   /** The agent slot of the conversation `id` at rest, if it is. */
@@ -138,12 +186,11 @@ export class RestingConversations {
 
   idAt(slot: number): string | undefined {
     if (!this.has(slot)) return undefined;
-    const { at, length } = this.read(slot);
-    const arena = this.arena;
+    const { page, at, length } = this.read(slot);
     let id = "";
     for (let index = at; index < at + length; index += 1) {
-      const byte = arena[index]!;
-      if (byte >= 0x80) return decoder.decode(arena.subarray(at, at + length));
+      const byte = page[index]!;
+      if (byte >= 0x80) return decoder.decode(page.subarray(at, at + length));
       id += String.fromCharCode(byte);
     }
     return id;
@@ -158,9 +205,9 @@ export class RestingConversations {
    * slot holds none at rest). */
   releasedAt(slot: number): number | undefined {
     if (!this.has(slot)) return undefined;
-    const at = this.read(slot).releasedAt;
+    const { page, releasedAt: at } = this.read(slot);
     if (at === 0) return undefined;
-    timeBytes.set(this.arena.subarray(at, at + 8));
+    timeBytes.set(page.subarray(at, at + 8));
     return timeScratch[0];
   }
 
@@ -188,7 +235,7 @@ export class RestingConversations {
     }
     this.table[hole] = 0;
     const record = this.read(slot);
-    this.garbage += record.at + record.length - (this.offsetOf(slot) - 1);
+    this.garbage += record.at + record.length - ((this.offsetOf(slot) - 1) & (pageBytes - 1));
     this.setOffset(slot, 0);
     this.count -= 1;
     return true;
@@ -196,8 +243,9 @@ export class RestingConversations {
 
   /** The record of `slot` (which holds one): the shared `record` object. */
   private read(slot: number): ArenaRecord {
-    const arena = this.arena;
-    let at = this.offsetOf(slot) - 1;
+    const offset = this.offsetOf(slot) - 1;
+    const arena = this.arena[offset >>> pageShift]!;
+    let at = offset & (pageBytes - 1);
     let length = 0;
     for (let shift = 1; ; shift *= 0x80) {
       const byte = arena[at++]!;
@@ -211,6 +259,7 @@ export class RestingConversations {
       if (byte < 0x80) break;
     }
     const record = this.record;
+    record.page = arena;
     const released = kindTimesTwo % 2;
     record.releasedAt = released === 1 ? at : 0;
     record.at = at + released * 8;
@@ -236,15 +285,15 @@ export class RestingConversations {
 
   /** The home of `slot`'s record in the table. */
   private homeOf(slot: number): number {
-    const { at, length } = this.read(slot);
-    return homeIn(hashOf(this.arena, at, length), this.table.length);
+    const { page, at, length } = this.read(slot);
+    return homeIn(hashOf(page, at, length), this.table.length);
   }
 
   private equals(slot: number, length: number): boolean {
     const record = this.read(slot);
     if (record.length !== length) return false;
-    const at = record.at;
-    for (let byte = 0; byte < length; byte += 1) if (this.arena[at + byte] !== this.probe[byte]) return false;
+    const { page, at } = record;
+    for (let byte = 0; byte < length; byte += 1) if (page[at + byte] !== this.probe[byte]) return false;
     return true;
   }
 
@@ -280,27 +329,60 @@ export class RestingConversations {
     while (this.slotsHeld() <= slot) this.offsetPages.push(new Uint32Array(pageSlots));
   }
 
-  /** Room for `size` more bytes: the records kept copied into a fresh
-   * arena when half of it is garbage, else the arena grown (open-table.ts:
-   * by a quarter past 65,536 bytes). */
-  private makeRoom(size: number): void {
-    const kept = this.used - this.garbage;
-    let length = this.arena.length;
-    if (this.garbage * 2 < this.used) length = grownLength(length, length + 1);
-    length = grownLength(length, kept + size);
-    const fresh = new Uint8Array(length);
-    let to = 0;
+  /** Whether `size` more bytes fit the last page as it is. */
+  private fits(size: number): boolean {
+    const last = this.arena.length - 1;
+    return last >= 0 && this.fill + size <= this.arena[last]!.length;
+  }
+
+  /** Takes `size` bytes for a record; returns its offset. At the last
+   * page's end if they fit it (the first page doubled up to a page if
+   * that is what it takes), else at a new page's start: a page, or one of
+   * the record's length when it is longer. */
+  private place(size: number): number {
+    const last = this.arena.length - 1;
+    if (last >= 0) {
+      const page = this.arena[last]!;
+      if (this.fill + size > page.length && page.length < pageBytes && this.fill + size <= pageBytes) {
+        let length = page.length;
+        while (length < this.fill + size) length *= 2;
+        const grown = new Uint8Array(length);
+        grown.set(page.subarray(0, this.fill));
+        this.arena[last] = grown;
+      }
+      if (this.fill + size <= this.arena[last]!.length) {
+        const offset = last * pageBytes + this.fill;
+        this.fill += size;
+        return offset;
+      }
+    }
+    if (this.arena.length >= maxPages) throw new Error(`the conversations at rest fill the arena's ${maxPages} pages`);
+    let length = this.arena.length === 0 ? firstPageBytes : pageBytes;
+    while (length < size && length < pageBytes) length *= 2;
+    this.arena.push(new Uint8Array(Math.max(length, size)));
+    this.fill = size;
+    return (this.arena.length - 1) * pageBytes;
+  }
+
+  /** The records kept copied into fresh pages, in slot order (half the
+   * records' bytes or more are garbage). */
+  private compact(): void {
+    const old = this.arena;
+    this.arena = [];
+    this.fill = 0;
+    let used = 0;
     for (let slot = 0; slot < this.slotsHeld(); slot += 1) {
       if (this.offsetOf(slot) === 0) continue;
       const from = this.offsetOf(slot) - 1;
-      const { at, length: idLength } = this.read(slot);
-      const end = at + idLength;
-      fresh.set(this.arena.subarray(from, end), to);
-      this.setOffset(slot, to + 1);
-      to += end - from;
+      const page = old[from >>> pageShift]!;
+      const start = from & (pageBytes - 1);
+      const size = recordSize(page, start);
+      const offset = this.place(size);
+      this.arena[offset >>> pageShift]!.set(page.subarray(start, start + size), offset & (pageBytes - 1));
+      this.setOffset(slot, offset + 1);
+      used += size;
     }
-    this.arena = fresh;
-    this.used = to;
+    this.used = used;
     this.garbage = 0;
   }
 }

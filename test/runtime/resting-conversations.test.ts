@@ -102,3 +102,97 @@ describe("RestingConversations", () => {
     expect(resting.size).toBe(1);
   });
 });
+
+describe("RestingConversations' arena in pages (docs/decisions/0111)", () => {
+  /** Every slot's id, kind and release time read back, and found by id. */
+  function readBack(resting: RestingConversations, held: Map<number, { id: string; kind: number; releasedAt?: number }>): unknown[] {
+    return [...held].map(([slot, { id }]) => [slot, resting.idAt(slot), resting.kindAt(slot), resting.releasedAt(slot), resting.slotOf(id)]);
+  }
+  const expectedOf = (held: Map<number, { id: string; kind: number; releasedAt?: number }>): unknown[] =>
+    [...held].map(([slot, { id, kind, releasedAt }]) => [slot, id, kind, releasedAt, slot]);
+
+  it("starts the next page with a record that does not fit a page's end, and gives a record longer than a page its own", () => {
+    const resting = new RestingConversations();
+    const held = new Map<number, { id: string; kind: number; releasedAt?: number }>();
+    // 2 bytes of varints + 1,000 of id: sixteen fill 16,032 of the first
+    // page's 16,384 bytes; the seventeenth does not fit its end.
+    for (let slot = 0; slot < 17; slot += 1) {
+      const id = `${String(slot).padStart(2, "0")}`.padEnd(1000, "a");
+      held.set(slot, { id, kind: 1, releasedAt: slot === 16 ? 0.5 : undefined });
+      resting.add(slot, id, 1, slot === 16 ? 0.5 : undefined);
+    }
+    expect(resting.arenaBytes).toBe(2 * 16_384);
+    // 40,000 bytes of id (3 + 2 bytes of varints, 8 of time): a page of
+    // its own, of its length; the next
+    // record starts a page after it.
+    const long = "ü".repeat(20_000);
+    resting.add(17, long, 300, 7.25);
+    held.set(17, { id: long, kind: 300, releasedAt: 7.25 });
+    expect(resting.arenaBytes).toBe(2 * 16_384 + 3 + 2 + 8 + 40_000);
+    resting.add(18, "user-18", 0);
+    held.set(18, { id: "user-18", kind: 0 });
+    expect(resting.arenaBytes).toBe(3 * 16_384 + 3 + 2 + 8 + 40_000);
+    expect(readBack(resting, held)).toEqual(expectedOf(held));
+  });
+
+  it("grows its first page by doubling from 1 KiB, then by a page at a time, no more than a page past its records", () => {
+    const resting = new RestingConversations();
+    resting.add(0, "user-0", 0);
+    expect(resting.arenaBytes).toBe(1024);
+    const lengths = new Set<number>();
+    for (let slot = 1; slot < 300_000; slot += 1) {
+      resting.add(slot, `user-${String(slot).padStart(6, "0")}`, 0);
+      if (slot % 1000 === 0) lengths.add(resting.arenaBytes);
+    }
+    // 13 bytes a record, 1,260 to a page (4 bytes of its end unused).
+    const pages = Math.ceil(300_000 / 1260);
+    expect(resting.arenaBytes).toBe(pages * 16_384);
+    expect([...lengths].every((bytes) => bytes % 16_384 === 0)).toBe(true);
+    expect(resting.slotOf("user-299999")).toBe(299_999);
+    expect(resting.idAt(123_456)).toBe("user-123456");
+  });
+
+  it("copies the records kept into fresh pages when half the records' bytes are garbage, and still finds them all", () => {
+    const resting = new RestingConversations();
+    const held = new Map<number, { id: string; kind: number; releasedAt?: number }>();
+    for (let slot = 0; slot < 50_000; slot += 1) {
+      const entry = { id: `user-${slot}`, kind: slot % 7, releasedAt: slot % 4 === 0 ? slot + 0.5 : undefined };
+      resting.add(slot, entry.id, entry.kind, entry.releasedAt);
+      held.set(slot, entry);
+    }
+    const before = resting.arenaBytes;
+    for (let slot = 0; slot < 50_000; slot += 1) {
+      if (slot % 5 === 0) continue;
+      resting.remove(slot);
+      held.delete(slot);
+    }
+    expect(resting.arenaBytes).toBe(before);
+    // The next record that needs a page compacts: the 10,000 kept in
+    // about a fifth of the pages.
+    let slot = 50_000;
+    const pagesBefore = before / 16_384;
+    while (resting.arenaBytes >= before) {
+      resting.add(slot, `next-${slot}`, 2);
+      held.set(slot, { id: `next-${slot}`, kind: 2 });
+      slot += 1;
+    }
+    expect(resting.arenaBytes / 16_384).toBeLessThan(pagesBefore / 4);
+    expect(readBack(resting, held)).toEqual(expectedOf(held));
+    expect(resting.slotOf("user-1")).toBeUndefined();
+  });
+
+  it("keeps one table entry per record through the table's growth: the slot added as it grew removed, its id is gone and the others found", () => {
+    const resting = new RestingConversations();
+    for (let slot = 0; slot < 5_000; slot += 1) resting.add(slot, `user-${slot}`, 0);
+    // Remove every one, then add others in the same slots and take half
+    // away again: an entry left behind would point at a slot emptied or
+    // refilled, and the backward shift would misplace the entries after it.
+    for (let slot = 0; slot < 5_000; slot += 1) resting.remove(slot);
+    for (let slot = 0; slot < 5_000; slot += 1) resting.add(slot, `again-${slot}`, 0);
+    for (let slot = 0; slot < 5_000; slot += 2) resting.remove(slot);
+    const found = [];
+    for (let slot = 0; slot < 5_000; slot += 1) found.push(resting.slotOf(`again-${slot}`) ?? -1);
+    expect(found).toEqual(found.map((_, slot) => (slot % 2 === 0 ? -1 : slot)));
+    expect((resting as unknown as { table: Int32Array }).table.filter((entry) => entry !== 0).length).toBe(2_500);
+  });
+});
