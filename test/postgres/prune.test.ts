@@ -56,9 +56,11 @@ describe("pruning on PostgreSQL", () => {
   it("two stores pruning one schema at once delete each execution once", async () => {
     const schema = freshSchema();
     const first = await openStore(schema);
-    const second = await openStore(schema);
     await first.ensureAgent("support", 1);
     for (let index = 0; index < 60; index += 1) await finished(first, `e${index}`, 100 + index);
+    // Opened once the rows are written: a second store takes partitions
+    // over as it opens, and `first`'s fenced writes would be refused.
+    const second = await openStore(schema);
     const request = { type: "pruneExecutions" as const, finishedBefore: 1_000, executionsMax: 10 };
     let deleted = 0;
     for (;;) {

@@ -24,16 +24,33 @@ async function openAs(url: string, instanceId: string, takeIdleHere: boolean): P
   return environment;
 }
 
+/** A statement the store's pool sent: its text and its parameters. */
+interface Sent {
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
 /** The statements the store's pool sends from now on (the lease tick
- * runs on a connection of its own). */
-function statementsOf(store: PostgresStore): string[] {
-  const sent: string[] = [];
+ * runs on a connection of its own; the inbox's timed poll on the pool). */
+function statementsOf(store: PostgresStore): Sent[] {
+  const sent: Sent[] = [];
   const query = store.pool.query.bind(store.pool) as (...args: unknown[]) => unknown;
   (store.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    sent.push(typeof args[0] === "string" ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text ?? ""));
+    const config = args[0] as { text?: unknown; values?: unknown } | string | undefined;
+    const text = typeof config === "string" ? config : String(config?.text ?? "");
+    const values = Array.isArray(args[1]) ? args[1] : typeof config === "object" && Array.isArray(config.values) ? config.values : [];
+    sent.push({ text, values });
     return query(...args);
   };
   return sent;
+}
+
+/** The statements naming `id` among their parameters: the conversation's
+ * own, not a timed poll's that happened to fall in the window. */
+function naming(sent: readonly Sent[], id: string): string[] {
+  return sent
+    .filter((statement) => statement.values.some((value) => value === id || (Array.isArray(value) && value.includes(id))))
+    .map((statement) => statement.text);
 }
 
 function conversationIn(partition: number, prefix: string): string {
@@ -80,8 +97,8 @@ describe("takeIdleHere: a new conversation moves to where its start landed (Post
     expect(first.outcome).toBe("completed");
     // Moved, then recovered as moved (RecoveryCause.Moved): no read of its
     // rows, its queue or the open scan before it ran, nothing filed.
-    expect(sent.filter((text) => text.includes("home_conversation"))).toHaveLength(1);
-    expect(sent.filter((text) => /FROM executions|FROM queued_messages|approval_inbox/.test(text))).toEqual([]);
+    expect(sent.filter((statement) => statement.text.includes("home_conversation"))).toHaveLength(1);
+    expect(naming(sent, id).filter((text) => /FROM executions|FROM queued_messages|approval_inbox/.test(text))).toEqual([]);
     expect(await inboxRows(schema)).toBe(0);
     const homes = await withClient((client) => client.query(`SELECT agent_id, partition, moved_by FROM ${schema}.conversation_homes`));
     expect(homes.rows).toEqual([{ agent_id: id, partition: pb, moved_by: "b" }]);
