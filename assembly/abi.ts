@@ -1346,8 +1346,9 @@ export const enum EnqueueRefusalVerdict {
 export const enum RefusedStartFact {
   /** The store refused it because the conversation lives in another
    * partition than the one this process placed it in (moved there by
-   * another process's `TakeHere`), and the store now knows that home: a
-   * placement asked again places it there. */
+   * another process's `TakeHere`, or its home noted here pruned since),
+   * and the store now knows where: a placement asked again places it
+   * there. */
   MovedElsewhere = 1,
   /** A start made here (`AdmissionSource.Direct`); else one filed for
    * this process (`Filed`), whose fate the inbox follows. */

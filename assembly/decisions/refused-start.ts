@@ -5,11 +5,14 @@
 // Rules kept here:
 // * A start made here whose preparation was refused because its
 //   conversation was moved to another partition (0101: the natural
-//   holder, which did not know the home, was fenced out), the home now
-//   known, `AGENT_BUSY` (the home's holder holds it): placed again, once —
+//   holder, which did not know the home, was fenced out; or the home it
+//   noted was pruned since, 0112), where it lives now known: placed again,
+//   once, whatever class the refusal is worded in (`AGENT_BUSY` naming the
+//   holder; the fence's own refusal when the partition is held here) —
 //   `Admit` asked as for a start made now, which files it for the home's
 //   holder (or runs it here, when this process holds the home). Nothing
-//   was written: the preparation is refused as a whole.
+//   was written: the preparation is refused as a whole. Not while this
+//   process is closing (`Stopping`).
 // * Placed again once already, a filed start (its fate is the inbox's,
 //   `filedStartVerdict`), any other refusal: told to its Run.
 
@@ -24,6 +27,5 @@ export function refusedStartVerdictOf(answer: u32, facts: u32): u32 {
   const moved = (facts & RefusedStartFact.MovedElsewhere) != 0;
   const direct = (facts & RefusedStartFact.Direct) != 0;
   const again = (facts & RefusedStartFact.PlacedAgain) != 0;
-  const busy = answer == StartAnswer.LeaseNotHeld || answer == StartAnswer.BusyHeld;
-  return moved && direct && !again && busy ? RefusedStartVerdict.PlaceAgain : RefusedStartVerdict.Deliver;
+  return moved && direct && !again && answer != StartAnswer.Stopping ? RefusedStartVerdict.PlaceAgain : RefusedStartVerdict.Deliver;
 }

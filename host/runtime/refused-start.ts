@@ -17,9 +17,9 @@ import { startAnswerOf } from "./start-answer.js";
 export function refusedStartFactsOf(request: StartRequest, error: PhronomyError): number {
   const moved = typeof error.details?.["movedTo"] === "number";
   return (
-    (moved ? RefusedStartFact.MovedElsewhere : 0) |
-    (request.placement?.direct === true ? RefusedStartFact.Direct : 0) |
-    (request.placedAgain === true ? RefusedStartFact.PlacedAgain : 0)
+    (moved ? RefusedStartFact.MovedElsewhere : 0)
+    | (request.placement?.direct === true ? RefusedStartFact.Direct : 0)
+    | (request.placedAgain === true ? RefusedStartFact.PlacedAgain : 0)
   );
 }
 
@@ -28,12 +28,7 @@ export function refusedStartFactsOf(request: StartRequest, error: PhronomyError)
  * nothing was written, so it keeps its Run and its id; `released` tells
  * the core its admission was let go, then its admission is posted again —
  * false when its Run is to be told the refusal. */
-export function placeRefusedStart(
-  core: Pick<ControlCore, "refusedStartVerdict">,
-  request: StartRequest,
-  error: PhronomyError,
-  released: () => void,
-): boolean {
+export function placeRefusedStart(core: Pick<ControlCore, "refusedStartVerdict">, request: StartRequest, error: PhronomyError, released: () => void): boolean {
   const placement = request.placement;
   if (placement === undefined) return false;
   const verdict = core.refusedStartVerdict(startAnswerOf(error), refusedStartFactsOf(request, error)) as RefusedStartVerdict;

@@ -561,11 +561,18 @@ export class PostgresStore implements ExecutionStore {
     // conversation's home is noted and the start refused as owned there,
     // the refusal saying where it lives now (`movedTo`): the core places
     // the start again (`refusedStartVerdict`, docs/decisions/0112).
+    // Its home noted here and pruned since (0112: the conversation had
+    // nothing left anywhere): it lives in its natural partition again.
     const home = (await readHomes(this.pool, [operation.agentId])).get(operation.agentId);
-    if (home !== undefined && this.leaseBook.homeOf(operation.agentId) !== home) {
-      this.leaseBook.noteHome(operation.agentId, home);
+    const noted = this.leaseBook.homeOf(operation.agentId);
+    if (home !== noted) {
+      if (home === undefined) this.leaseBook.forgetHome(operation.agentId);
+      else this.leaseBook.noteHome(operation.agentId, home);
       const refusal = (this.leaseBook.admissionRefusal(operation.agentId) ?? explained).toRecord();
-      return { outcome: "not_established", error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: home } } };
+      return {
+        outcome: "not_established",
+        error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: this.leaseBook.partitionOf(operation.agentId) } },
+      };
     }
     // Refused at the epoch it carried: nothing was written, whether that
     // epoch is lost now or the partition was taken back at a later one.

@@ -26,16 +26,14 @@ it("the compiled verdict is the model's rules for every answer and fact", () => 
 
 it("a start made here, refused because its conversation was moved elsewhere, is placed again once; anything else is told to its Run", () => {
   const moved = Fact.MovedElsewhere | Fact.Direct;
-  expect(core.refusedStartVerdict(Answer.LeaseNotHeld, moved)).toBe(Verdict.PlaceAgain);
-  expect(core.refusedStartVerdict(Answer.BusyHeld, moved)).toBe(Verdict.PlaceAgain);
-  // Once only; a filed start's fate is the inbox's; a refusal not caused by a move is the Run's.
+  // Whatever class the refusal is worded in (AGENT_BUSY naming the holder, the fence's own lease_lost) …
+  for (let answer = Answer.StoreFailed; answer < Answer.End; answer += 1)
+    expect(core.refusedStartVerdict(answer, moved), `answer ${answer}`).toBe(Verdict.PlaceAgain);
+  // … but once only, not while closing; a filed start's fate is the inbox's; a refusal not caused by a move is the Run's.
   expect(core.refusedStartVerdict(Answer.LeaseNotHeld, moved | Fact.PlacedAgain)).toBe(Verdict.Deliver);
+  expect(core.refusedStartVerdict(Answer.Stopping, moved)).toBe(Verdict.Deliver);
   expect(core.refusedStartVerdict(Answer.LeaseNotHeld, Fact.MovedElsewhere)).toBe(Verdict.Deliver);
   expect(core.refusedStartVerdict(Answer.LeaseNotHeld, Fact.Direct)).toBe(Verdict.Deliver);
-  for (let answer = Answer.Stopping; answer < Answer.End; answer += 1) {
-    if (answer === Answer.LeaseNotHeld || answer === Answer.BusyHeld) continue;
-    expect(core.refusedStartVerdict(answer, moved), `answer ${answer}`).toBe(Verdict.Deliver);
-  }
   // Not a refusal: cannot hold.
   expect(core.refusedStartVerdict(Answer.Started, moved)).toBe(Verdict.None);
   expect(core.refusedStartVerdict(Answer.Queued, 0)).toBe(Verdict.None);

@@ -19,8 +19,8 @@ const RULES: readonly { readonly when: (f: RefusedRead) => boolean; readonly ver
   { when: (f) => f.placedAgain, verdict: RefusedStartVerdict.Deliver },
   { when: (f) => !f.direct, verdict: RefusedStartVerdict.Deliver },
   { when: (f) => !f.movedElsewhere, verdict: RefusedStartVerdict.Deliver },
-  { when: (f) => f.answer === Answer.LeaseNotHeld || f.answer === Answer.BusyHeld, verdict: RefusedStartVerdict.PlaceAgain },
-  { when: () => true, verdict: RefusedStartVerdict.Deliver },
+  { when: (f) => f.answer === Answer.Stopping, verdict: RefusedStartVerdict.Deliver },
+  { when: () => true, verdict: RefusedStartVerdict.PlaceAgain },
 ];
 
 export function refusedStartVerdictFor(answer: number, facts: number): RefusedStartVerdict {
