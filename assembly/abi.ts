@@ -1341,6 +1341,36 @@ export const enum EnqueueRefusalVerdict {
   Reject = 6,
 }
 
+/** What the host read of a start whose preparation the store refused, for
+ * `refusedStartVerdict` (docs/decisions/0101, 0112). */
+export const enum RefusedStartFact {
+  /** The store refused it because the conversation lives in another
+   * partition than the one this process placed it in (moved there by
+   * another process's `TakeHere`, or its home noted here pruned since),
+   * and the store now knows where: a placement asked again places it
+   * there. */
+  MovedElsewhere = 1,
+  /** A start made here (`AdmissionSource.Direct`); else one filed for
+   * this process (`Filed`), whose fate the inbox follows. */
+  Direct = 2,
+  /** It was placed again once already (never twice). */
+  PlacedAgain = 4,
+  End = 8,
+}
+
+/** What comes of a start whose preparation the store refused
+ * (`refusedStartVerdict`). */
+export const enum RefusedStartVerdict {
+  /** An answer or facts out of range, or an answer that is not a refusal. */
+  None = 0,
+  /** Its Run is told the refusal (as always before 0112). */
+  Deliver = 1,
+  /** Nothing was written: the start asks `Admit` again, as a start made
+   * now would — filed for the home's holder, or run here if this process
+   * holds the home. */
+  PlaceAgain = 2,
+}
+
 /** How a cancel by id's wait settled, as the host reads its error's class,
  * for `cancelRoundVerdict` (docs/decisions/0026, 0110). */
 export const enum CancelAnswer {

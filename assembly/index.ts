@@ -34,6 +34,7 @@ import { dueFireVerdictOf } from "./decisions/due-fire";
 import { storedSignalVerdictOf } from "./decisions/stored-signal";
 import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
 import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
+import { refusedStartVerdictOf } from "./decisions/refused-start";
 import { cancelRoundVerdictOf } from "./decisions/cancel-round";
 import { filedDecisionVerdictOf, filedStartFollowVerdictOf } from "./decisions/filed-follow";
 import { durableWatchVerdictOf, observedRowVerdictOf } from "./decisions/observed-row";
@@ -243,6 +244,11 @@ export function claimedStartVerdict(fate: u32, facts: u32): u32 {
  * `EnqueueRefusalVerdict` (docs/decisions/0110). */
 export function enqueueRefusalVerdict(answer: u32, facts: u32): u32 {
   return enqueueRefusalVerdictOf(answer, facts);
+}
+/** A start whose preparation the store refused (its `StartAnswer`,
+ * `RefusedStartFact` bits): a `RefusedStartVerdict` (docs/decisions/0112). */
+export function refusedStartVerdict(answer: u32, facts: u32): u32 {
+  return refusedStartVerdictOf(answer, facts);
 }
 /** A cancel by id whose wait settled (its `CancelAnswer`, `CancelRoundFact`
  * bits, the round from 0): a `CancelRoundVerdict` (docs/decisions/0110). */

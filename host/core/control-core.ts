@@ -329,6 +329,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.enqueueRefusalVerdict(answer, facts);
   }
 
+  /** A start whose preparation the store refused (its `StartAnswer`,
+   * `RefusedStartFact` bits): a `RefusedStartVerdict`; 0 for an answer or
+   * facts out of range (docs/decisions/0112). */
+  refusedStartVerdict(answer: number, facts: number): number {
+    return this.exports.refusedStartVerdict(answer, facts);
+  }
+
   /** A cancel by id whose wait settled (its `CancelAnswer`,
    * `CancelRoundFact` bits, the round from 0): a `CancelRoundVerdict`; 0
    * for arguments that cannot hold together. */

@@ -34,6 +34,7 @@ export interface CoreExports {
   claimedDecisionVerdict(answer: number, facts: number): number;
   claimedStartVerdict(fate: number, facts: number): number;
   enqueueRefusalVerdict(answer: number, facts: number): number;
+  refusedStartVerdict(answer: number, facts: number): number;
   cancelRoundVerdict(answer: number, facts: number, round: number): number;
   filedDecisionVerdict(facts: number): number;
   filedStartFollowVerdict(facts: number): number;

@@ -239,6 +239,7 @@ export class Agent<OUTPUT = Json> {
         label: `a start of agent "${this.id}"`,
       });
     };
+    request.placement = { direct: source === AdmissionSource.Direct, post };
     post();
   }
 

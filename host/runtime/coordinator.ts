@@ -31,6 +31,7 @@ import { deliverOutcome, emitToEntry, emitToWaiter, settleWaiterWithError } from
 import { Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 import { submitPrepare } from "./execution-preparation.js";
+import { placeRefusedStart } from "./refused-start.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
 import { failAllLive, failWaiters, holdForRecovery, releaseWaitersAtClose, setupFailed } from "./execution-failures.js";
@@ -498,6 +499,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     // A queue head the store failed to prepare is still queued there: the
     // core keeps it, its Run not told (docs/decisions/0058, 0062).
     if (this.busyHooks?.headFailed(request, error)) return;
+    // Refused because its conversation was moved elsewhere (0101): the core
+    // may place it again (docs/decisions/0112); its release is told first.
+    if (placeRefusedStart(this.settings.core, request, error, () => this.admissionReleased(request.agent))) return;
     settleWaiterWithError(request.waiter, error, this.settings);
     this.admissionReleased(request.agent);
   }

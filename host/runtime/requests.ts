@@ -58,6 +58,20 @@ export interface StartRequest {
   /** The store was asked to move its conversation here once (`TakeHere`,
    * docs/decisions/0101): asked again, `Admit` is not told it can be. */
   takeHereAsked?: boolean;
+  /** How to ask `Admit` again for it, should its preparation be refused
+   * (`refusedStartVerdict`, docs/decisions/0112): its source and the post
+   * of its admission. */
+  placement?: StartPlacementAgain;
+  /** Placed again once already (`RefusedStartFact.PlacedAgain`). */
+  placedAgain?: boolean;
+}
+
+/** A start's admission, to be posted again (`StartRequest.placement`). */
+export interface StartPlacementAgain {
+  /** Made here (`AdmissionSource.Direct`); else filed for this process. */
+  readonly direct: boolean;
+  /** Posts its admission again. */
+  readonly post: () => void;
 }
 
 /** The core's last `Admit` verdict on a filed start (undefined: not asked yet). */

@@ -558,11 +558,21 @@ export class PostgresStore implements ExecutionStore {
     if (!(explained instanceof PhronomyError)) return explained;
     // Moved out of the partition this process placed it in (by another
     // process, docs/decisions/0101): the partition is not lost; the
-    // conversation's home is noted and the start refused as owned there.
+    // conversation's home is noted and the start refused as owned there,
+    // the refusal saying where it lives now (`movedTo`): the core places
+    // the start again (`refusedStartVerdict`, docs/decisions/0112).
+    // Its home noted here and pruned since (0112: the conversation had
+    // nothing left anywhere): it lives in its natural partition again.
     const home = (await readHomes(this.pool, [operation.agentId])).get(operation.agentId);
-    if (home !== undefined && this.leaseBook.homeOf(operation.agentId) !== home) {
-      this.leaseBook.noteHome(operation.agentId, home);
-      return { outcome: "not_established", error: this.leaseBook.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
+    const noted = this.leaseBook.homeOf(operation.agentId);
+    if (home !== noted) {
+      if (home === undefined) this.leaseBook.forgetHome(operation.agentId);
+      else this.leaseBook.noteHome(operation.agentId, home);
+      const refusal = (this.leaseBook.admissionRefusal(operation.agentId) ?? explained).toRecord();
+      return {
+        outcome: "not_established",
+        error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: this.leaseBook.partitionOf(operation.agentId) } },
+      };
     }
     // Refused at the epoch it carried: nothing was written, whether that
     // epoch is lost now or the partition was taken back at a later one.

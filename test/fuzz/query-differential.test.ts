@@ -25,6 +25,7 @@ import {
   KeyedStartFact,
   Limit,
   ObservedRowFact,
+  RefusedStartFact,
   ReplaceFact,
   ScheduleFact,
   ScheduleFiringFact,
@@ -40,6 +41,7 @@ import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/refere
 import { filedDecisionVerdictFor, filedStartFollowVerdictFor } from "../model/reference-filed-follow.js";
 import { durableWatchVerdictFor, observedRowVerdictFor } from "../model/reference-observed-row.js";
 import { failedAttemptVerdictFor } from "../model/reference-failed-attempt.js";
+import { refusedStartVerdictFor } from "../model/reference-refused-start.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -144,7 +146,7 @@ for (const build of ["debug", "release"] as const) {
       );
     });
 
-    it(`answers a refused enqueue, a cancel by id's round, a filer's read of what it filed and a wait on a row as the model does (seed ${seed})`, async () => {
+    it(`answers a refused enqueue, a refused start, a cancel by id's round, a filer's read of what it filed and a wait on a row as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
         fc.property(
@@ -157,8 +159,10 @@ for (const build of ["debug", "release"] as const) {
           argument(FiledStartFollowFact.End),
           argument(ObservedRowFact.End),
           argument(DurableWatchFact.End),
-          (answer, enqueue, cancel, facts, round, decision, start, observed, watch) => {
+          argument(RefusedStartFact.End),
+          (answer, enqueue, cancel, facts, round, decision, start, observed, watch, refused) => {
             expect(core.enqueueRefusalVerdict(answer, enqueue)).toBe(enqueueRefusalVerdictFor(answer, enqueue));
+            expect(core.refusedStartVerdict(answer, refused)).toBe(refusedStartVerdictFor(answer, refused));
             expect(core.cancelRoundVerdict(cancel, facts, round)).toBe(cancelRoundVerdictFor(cancel, facts, round));
             expect(core.filedDecisionVerdict(decision)).toBe(filedDecisionVerdictFor(decision));
             expect(core.filedStartFollowVerdict(start)).toBe(filedStartFollowVerdictFor(start));

@@ -54,9 +54,11 @@ describe("conversation homes (PostgreSQL)", () => {
     // The natural owner does not know yet: its preparation is refused by
     // the fence (the home's), it learns the home, and keeps its partition.
     expect(a.conversationPartition(moved)).toBe(pa);
-    const refused = (await a.run(prepare("e-a", moved))) as { outcome: string; error?: { code: string } };
+    const refused = (await a.run(prepare("e-a", moved))) as { outcome: string; error?: { code: string; details?: Record<string, unknown> } };
     expect(refused.outcome).toBe("not_established");
     expect(refused.error?.code).toBe("AGENT_BUSY");
+    // The refusal names the home: the core places the start again (0112).
+    expect(refused.error?.details).toMatchObject({ reason: "lease_not_held", movedTo: pb });
     expect(a.conversationPartition(moved)).toBe(pb);
     expect(a.heldPartitions().map((grant) => grant.partition)).toEqual([pa]);
     expect(await a.run(prepare("e-a2", conversationIn(pa, "own")))).toMatchObject({ outcome: "active" });

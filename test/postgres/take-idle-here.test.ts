@@ -5,7 +5,7 @@
 // `home_conversation`) and runs there: nothing is filed, the home is
 // recorded, the outcome is the run's. A later start at the same process
 // runs there again; one at the other process is filed for it (the home
-// read), and a conversation that has rows is filed as before.
+// read, the start placed again: 0112), and a conversation that has rows is filed as before.
 
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
@@ -109,20 +109,11 @@ describe("takeIdleHere: a new conversation moves to where its start landed (Post
     expect(await inboxRows(schema)).toBe(0);
 
     // At a (the conversation's natural partition's holder): it has rows
-    // now, so a files it for b (a's first attempt may learn the home from
-    // its refused preparation: AGENT_BUSY, then filed).
-    const atA = sa;
-    const third = await eventually(
-      async () => {
-        try {
-          return await atA.conversation(id).start("And order 44?").result;
-        } catch (error) {
-          return error as Error;
-        }
-      },
-      (value) => !(value instanceof Error),
-      "a start at the natural holder runs at the conversation's home",
-    );
+    // now, so a files it for b. a does not know the home yet: its
+    // preparation is fenced out, the store learns the home, and the core
+    // places the start again (`refusedStartVerdict`, docs/decisions/0112):
+    // filed for b on its first try, no AGENT_BUSY.
+    const third = await sa.conversation(id).start("And order 44?").result;
     expect(third).toMatchObject({ outcome: "completed" });
     expect(await inboxRows(schema)).toBe(1);
     const ran = await withClient((client) =>

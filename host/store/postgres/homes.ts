@@ -194,3 +194,67 @@ export async function homesOfPartitions(pool: Queryable, partitions: readonly nu
   );
   return new Map(found.rows.map((row) => [row.agent_id, Number(row.partition)]));
 }
+
+/** How many homes one prune batch deletes at most. */
+export const homesPrunedMax = 100;
+
+/**
+ * Deletes the homes whose conversation has nothing left anywhere
+ * (docs/decisions/0112): moved before `movedBefore` (ms since the epoch, the
+ * prune's cutoff: a home just moved has no rows yet, its first preparation
+ * is on its way), and no `agents` row, execution, journal record, queued
+ * message, inbox row or schedule — the rows `home_conversation` checks, and
+ * the journal. The prune of executions never leaves a conversation so (its
+ * `agents` row and newest journal records stay): a home goes once a purge
+ * (`purgeAgent`) took the last of them, and the conversation is new again.
+ *
+ * Every fenced write of a conversation takes its natural partition's fence
+ * lock shared first (0107) and keeps it to its commit, so that lock taken
+ * EXCLUSIVE — without waiting (`pg_try_advisory_xact_lock`: a partition
+ * with a write in flight keeps its homes until a later prune) — means no
+ * write that read the home is still to commit, and every later one reads
+ * it gone; the rows are checked in a statement after the lock. Runs inside
+ * the prune's transaction, last (the lock is held to its commit). How many
+ * homes went.
+ */
+export async function pruneHomes(
+  client: pg.ClientBase,
+  schema: string,
+  movedBefore: number,
+  agentId: string | undefined,
+  except: readonly string[],
+): Promise<number> {
+  const candidates = await client.query<{ agent_id: string }>(
+    `
+    SELECT homes.agent_id FROM conversation_homes AS homes
+    WHERE homes.moved_at < to_timestamp($1::double precision / 1000)
+      AND ($2::text IS NULL OR homes.agent_id = $2) AND homes.agent_id <> ALL($3::text[])
+      AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = homes.agent_id)
+    ORDER BY homes.moved_at LIMIT $4
+  `,
+    [movedBefore, agentId ?? null, except, homesPrunedMax],
+  );
+  if (candidates.rows.length === 0) return 0;
+  const key = await fenceLockClass(client, schema);
+  const locked = await client.query<{ agent_id: string }>(
+    "SELECT candidate.agent_id FROM unnest($1::text[]) AS candidate(agent_id) WHERE pg_try_advisory_xact_lock($2, partition_of(candidate.agent_id))",
+    [candidates.rows.map((row) => row.agent_id), key],
+  );
+  if (locked.rows.length === 0) return 0;
+  // A statement of its own, after the locks: it sees every write that
+  // passed the fence before them.
+  const deleted = await client.query(
+    `
+    DELETE FROM conversation_homes AS homes
+    WHERE homes.agent_id = ANY($1::text[])
+      AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = homes.agent_id)
+      AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.agent_id = homes.agent_id)
+      AND NOT EXISTS (SELECT 1 FROM journal WHERE journal.agent_id = homes.agent_id)
+      AND NOT EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.agent_id = homes.agent_id)
+      AND NOT EXISTS (SELECT 1 FROM approval_inbox WHERE approval_inbox.agent_id = homes.agent_id)
+      AND NOT EXISTS (SELECT 1 FROM schedules WHERE schedules.agent_id = homes.agent_id)
+  `,
+    [locked.rows.map((row) => row.agent_id)],
+  );
+  return deleted.rowCount ?? 0;
+}

@@ -26,7 +26,8 @@
 //   moves seldom wait for a partition's writes in flight: a store where
 //   such a process opened reads homes in every partition's writes; one
 //   where none ever did, in none.
-// * The flag is never cleared: homes are never removed (0101).
+// * The flag is never cleared (a home goes only with its conversation's
+//   last row, 0112: the partition may move one out again).
 
 import type pg from "pg";
 import { moveLockClass } from "./homes.js";

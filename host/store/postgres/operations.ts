@@ -51,7 +51,7 @@ export function applyOperation(context: OperationContext, operation: Transaction
     case "purgeAgent":
       return purgeAgent(context, operation);
     case "pruneExecutions":
-      return pruneExecutions(context.client, operation);
+      return pruneExecutions(context.client, operation, context.schema);
     case "enqueueMessage":
       return enqueueMessage(context, operation);
     case "cancelQueued":

@@ -151,12 +151,22 @@ export class PartitionBook {
     return this.homes.get(agentId) ?? partitions.partitionOf(agentId, this.count);
   }
 
-  /** The conversation lives in `partition` (its home: homes never change). */
+  /** The conversation lives in `partition` (its home: a home never moves;
+   * it goes only with the conversation's last row, `forgetHome`). */
   noteHome(agentId: string, partition: number): void {
     if (!Number.isInteger(partition) || partition < 0 || partition >= this.count) return;
     if (partition === partitions.partitionOf(agentId, this.count)) return;
     this.homes.set(agentId, partition);
     if (this.asked.has(agentId)) this.asked.set(agentId, partition);
+  }
+
+  /** The conversation's home this process noted is gone (pruned once the
+   * conversation had nothing left anywhere, docs/decisions/0112): it lives
+   * in its natural partition again. */
+  forgetHome(agentId: string): void {
+    if (!this.homes.delete(agentId)) return;
+    this.moved.delete(agentId);
+    if (this.asked.has(agentId)) this.asked.set(agentId, partitions.partitionOf(agentId, this.count));
   }
 
   /** Moved here by this process, and its home still held at the move's epoch. */

@@ -19,9 +19,13 @@
 // * Filed starts their owner refused have no execution: they go on their
 //   own, settled before `finishedBefore`, at most a batch per request
 //   (counted with the inbox rows, `approvals`; docs/decisions/0047).
+// * A conversation's home (docs/decisions/0101) goes once the conversation
+//   has nothing left anywhere (after a purge), last in the transaction
+//   (`pruneHomes`, docs/decisions/0112); not counted.
 
 import type pg from "pg";
 import { journalRecordsKept, type PruneCounts, type PruneExecutionsOperation } from "../prune.js";
+import { pruneHomes } from "./homes.js";
 
 /** The batch the runtime prunes a PostgreSQL store in: its transaction has
  * a connection of its own and locks only rows nobody writes, so it delays
@@ -55,8 +59,15 @@ export async function indexRefusedStarts(client: pg.ClientBase): Promise<void> {
   await client.query("CREATE INDEX approval_inbox_refused_starts ON approval_inbox (settled_at) WHERE kind = 'start' AND state = 'refused'");
 }
 
-/** Runs inside the caller's transaction (`BEGIN` … `COMMIT`). */
-export async function pruneExecutions(client: pg.ClientBase, operation: PruneExecutionsOperation): Promise<PruneCounts> {
+/** Runs inside the caller's transaction (`BEGIN` … `COMMIT`); `schema`: the store's. */
+export async function pruneExecutions(client: pg.ClientBase, operation: PruneExecutionsOperation, schema: string): Promise<PruneCounts> {
+  const counts = await pruneExecutionRows(client, operation);
+  const except = operation.agentId === undefined ? (operation.exceptAgentIds ?? []) : [];
+  await pruneHomes(client, schema, operation.finishedBefore, operation.agentId, except);
+  return counts;
+}
+
+async function pruneExecutionRows(client: pg.ClientBase, operation: PruneExecutionsOperation): Promise<PruneCounts> {
   await client.query(`SET LOCAL lock_timeout = ${pruneLockTimeoutMs}`);
   const except = operation.agentId === undefined ? (operation.exceptAgentIds ?? []) : [];
   // A materialized CTE: chosen once, so the LIMIT bounds the delete (an

@@ -1,0 +1,118 @@
+// Conversation homes are pruned with the conversation's last row
+// (docs/decisions/0112), at the store, two processes: the prune of
+// executions never leaves a conversation with no rows (its `agents` row
+// stays), so a home stays while anything of its conversation does — an
+// `agents` row, an execution, a filed start — and goes once a purge took
+// the last of them (and only when moved before the prune's cutoff: a home
+// just moved has no rows yet). A process that noted the pruned home is
+// fenced out of its stale placement without losing its partition, and is
+// told where the conversation lives now (its natural partition).
+
+import { describe, expect, it } from "vitest";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { partitionOf } from "../../host/store/postgres/partitions.js";
+import { prepare } from "../store/fixtures.js";
+import { atEnd, withClient } from "./database.js";
+import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+
+const leaseMs = 1_000;
+const count = 2;
+
+async function setUp(): Promise<{ schema: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
+  const { schema, url } = await freePartitionsSchema(leaseMs, count);
+  const a = await PostgresStore.open(url, { instanceId: "a" });
+  atEnd(() => a.close());
+  const b = await PostgresStore.open(url, { instanceId: "b" });
+  atEnd(() => b.close());
+  await eventually(
+    () => [a.heldPartitions().length, b.heldPartitions().length],
+    ([held, other]) => held === 1 && other === 1,
+    "each store holds one partition",
+  );
+  return { schema, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
+}
+
+function conversationIn(partition: number, prefix: string): string {
+  for (let index = 0; ; index += 1) if (partitionOf(`${prefix}-${index}`, count) === partition) return `${prefix}-${index}`;
+}
+
+async function homesIn(schema: string): Promise<string[]> {
+  return withClient(async (client) =>
+    (await client.query<{ agent_id: string }>(`SELECT agent_id FROM ${schema}.conversation_homes ORDER BY agent_id`)).rows.map((row) => row.agent_id),
+  );
+}
+
+const prune = (store: PostgresStore, finishedBefore: number) => store.pruneExecutions({ type: "pruneExecutions", finishedBefore, executionsMax: 100 });
+
+describe("conversation homes are pruned with the conversation's last row (PostgreSQL)", () => {
+  it("keeps a home while its conversation has an agents row, an execution or a filed start; deletes it once nothing is left", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const [ran, filed, purged] = [conversationIn(pa, "ran"), conversationIn(pa, "filed"), conversationIn(pa, "purged")];
+    const before = Date.now() - 1;
+    for (const id of [ran, filed, purged]) expect(await b.takeConversationHere(id)).toEqual({ outcome: "moved", partition: pb });
+    // Moved after the prune's cutoff: kept though nothing is written yet
+    // (the mover's first preparation is on its way).
+    await prune(b, before);
+    expect(await homesIn(schema)).toEqual([filed, purged, ran].sort());
+
+    // Rows of each: an execution, a filed start, an agents row.
+    expect(await b.run(prepare("e-ran", ran))).toMatchObject({ outcome: "active" });
+    await a.fileStart({ decisionId: "d-filed", executionId: "e-filed", agentId: filed, start: { input: "hi", options: {} }, filedAt: 1 });
+    await b.ensureAgent(purged, 1);
+    const later = Date.now() + 60_000;
+    await prune(a, later);
+    expect(await homesIn(schema)).toEqual([filed, purged, ran].sort());
+
+    // The purge takes the last row of one: its home goes with the next prune.
+    expect(await b.purgeAgent(purged)).toMatchObject({ purged: true });
+    await prune(a, later);
+    expect(await homesIn(schema)).toEqual([filed, ran].sort());
+    // Restricted to one conversation, or with it excepted: only as asked.
+    await withClient((client) => client.query(`DELETE FROM ${schema}.approval_inbox WHERE agent_id = $1`, [filed]));
+    await b.pruneExecutions({ type: "pruneExecutions", finishedBefore: later, executionsMax: 100, exceptAgentIds: [filed] });
+    expect(await homesIn(schema)).toEqual([filed, ran].sort());
+    await b.pruneExecutions({ type: "pruneExecutions", finishedBefore: later, executionsMax: 100, agentId: filed });
+    expect(await homesIn(schema)).toEqual([ran]);
+  });
+
+  it("a process that noted a pruned home is fenced out of it, keeps its partition, and learns where the conversation lives now", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const id = conversationIn(pa, "again");
+    expect(await b.takeConversationHere(id)).toEqual({ outcome: "moved", partition: pb });
+    expect(b.conversationPartition(id)).toBe(pb);
+    await prune(a, Date.now() + 60_000);
+    expect(await homesIn(schema)).toEqual([]);
+
+    // b still places it in its home: its preparation is fenced by the
+    // natural partition's holder (a), nothing is written, and the refusal
+    // names where it lives now; b keeps its partition.
+    const refused = (await b.run(prepare("e-b", id))) as { outcome: string; error?: { code: string; details?: Record<string, unknown> } };
+    expect(refused.outcome).toBe("not_established");
+    expect(refused.error?.details).toMatchObject({ movedTo: pa });
+    expect(b.conversationPartition(id)).toBe(pa);
+    expect(b.heldPartitions().map((grant) => grant.partition)).toEqual([pb]);
+    const executions = await withClient((client) => client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.executions`));
+    expect(executions.rows[0]!.n).toBe(0);
+    // The natural holder writes it.
+    expect(await a.run(prepare("e-a", id))).toMatchObject({ outcome: "active" });
+  });
+
+  it("a partition with a write in flight keeps its homes until a later prune", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const id = conversationIn(pa, "busy");
+    expect(await b.takeConversationHere(id)).toEqual({ outcome: "moved", partition: pb });
+    // A write of the natural partition holds its fence lock (shared) until it commits.
+    const key = await withClient(
+      async (client) => (await client.query<{ key: number }>("SELECT hashtext($1) AS key", [`phronomy partition fence:${schema}`])).rows[0]!.key,
+    );
+    await withClient(async (client) => {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock_shared($1, $2)", [key, pa]);
+      await prune(a, Date.now() + 60_000);
+      expect(await homesIn(schema)).toEqual([id]);
+      await client.query("COMMIT");
+    });
+    await prune(a, Date.now() + 60_000);
+    expect(await homesIn(schema)).toEqual([]);
+  });
+});
