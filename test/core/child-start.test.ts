@@ -7,6 +7,7 @@ import { ChildFact as Fact, ChildStartVerdict as Verdict, StartAnswer as Answer 
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { childStartVerdictFor } from "../model/reference-queries.js";
+import { expectEveryAnswerAndFact } from "./verdict-walk.js";
 
 let core: ControlCore;
 beforeAll(async () => {
@@ -16,11 +17,7 @@ beforeAll(async () => {
 const read = (facts: number): number => Fact.Read | facts;
 
 it("the compiled verdict is the model's rules for every answer and fact", () => {
-  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
-    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
-      expect(core.childStartVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(childStartVerdictFor(answer, facts));
-    }
-  }
+  expectEveryAnswerAndFact((answer, facts) => core.childStartVerdict(answer, facts), childStartVerdictFor, Answer.End, Fact.End);
   expect(core.childStartVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
   expect(core.childStartVerdict(Answer.Refused, 0xffff_ffff)).toBe(Verdict.None);
 });

@@ -14,6 +14,7 @@ import { PhronomyError } from "../../host/errors.js";
 import { carryOutEnqueueRefusal, observerFollows } from "../../host/runtime/enqueue-refusal.js";
 import { enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
 import { errorOf, EVERY_CODE, REASONS } from "./every-error-code.js";
+import { expectEveryAnswerAndFact } from "./verdict-walk.js";
 
 let core: ControlCore;
 beforeAll(async () => {
@@ -21,11 +22,7 @@ beforeAll(async () => {
 });
 
 it("the compiled verdict is the model's rules for every answer and fact", () => {
-  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
-    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
-      expect(core.enqueueRefusalVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(enqueueRefusalVerdictFor(answer, facts));
-    }
-  }
+  expectEveryAnswerAndFact((answer, facts) => core.enqueueRefusalVerdict(answer, facts), enqueueRefusalVerdictFor, Answer.End, Fact.End);
   expect(core.enqueueRefusalVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
   expect(core.enqueueRefusalVerdict(Answer.Refused, 0xffff_ffff)).toBe(Verdict.None);
 });

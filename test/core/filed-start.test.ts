@@ -9,6 +9,7 @@ import { FiledStartFact as Fact, FiledStartVerdict as Verdict, StartAnswer as An
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { filedStartVerdictFor } from "../model/reference-queries.js";
+import { expectEveryAnswerAndFact } from "./verdict-walk.js";
 
 let core: ControlCore;
 beforeAll(async () => {
@@ -16,11 +17,7 @@ beforeAll(async () => {
 });
 
 it("the compiled verdict is the model's rules for every answer and fact", () => {
-  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
-    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
-      expect(core.filedStartVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(filedStartVerdictFor(answer, facts));
-    }
-  }
+  expectEveryAnswerAndFact((answer, facts) => core.filedStartVerdict(answer, facts), filedStartVerdictFor, Answer.End, Fact.End);
   expect(core.filedStartVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
   expect(core.filedStartVerdict(Answer.Refused, 0xffff_ffff)).toBe(Verdict.None);
 });

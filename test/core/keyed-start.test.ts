@@ -13,6 +13,7 @@ import type { PhronomyError } from "../../host/errors.js";
 import { judgeKeyedRefusal } from "../../host/runtime/keyed-start-refusal.js";
 import { keyedStartVerdictFor } from "../model/reference-queries.js";
 import { errorOf, EVERY_CODE, REASONS } from "./every-error-code.js";
+import { expectEveryAnswerAndFact } from "./verdict-walk.js";
 
 let core: ControlCore;
 beforeAll(async () => {
@@ -20,11 +21,7 @@ beforeAll(async () => {
 });
 
 it("the compiled verdict is the model's rules for every answer and fact", () => {
-  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
-    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
-      expect(core.keyedStartVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(keyedStartVerdictFor(answer, facts));
-    }
-  }
+  expectEveryAnswerAndFact((answer, facts) => core.keyedStartVerdict(answer, facts), keyedStartVerdictFor, Answer.End, Fact.End);
   expect(core.keyedStartVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
   expect(core.keyedStartVerdict(Answer.Refused, 0xffff_ffff)).toBe(Verdict.None);
 });

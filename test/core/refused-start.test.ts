@@ -8,6 +8,7 @@ import { RefusedStartFact as Fact, RefusedStartVerdict as Verdict, StartAnswer a
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { refusedStartVerdictFor } from "../model/reference-refused-start.js";
+import { expectEveryAnswerAndFact } from "./verdict-walk.js";
 
 let core: ControlCore;
 beforeAll(async () => {
@@ -15,11 +16,7 @@ beforeAll(async () => {
 });
 
 it("the compiled verdict is the model's rules for every answer and fact", () => {
-  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
-    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
-      expect(core.refusedStartVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(refusedStartVerdictFor(answer, facts));
-    }
-  }
+  expectEveryAnswerAndFact((answer, facts) => core.refusedStartVerdict(answer, facts), refusedStartVerdictFor, Answer.End, Fact.End);
   expect(core.refusedStartVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
   expect(core.refusedStartVerdict(Answer.LeaseNotHeld, 0xffff_ffff)).toBe(Verdict.None);
 });
