@@ -10,33 +10,14 @@
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
 import { atEnd, withClient } from "./database.js";
-import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+import { eventually } from "./fixtures/free-schema.js";
+import { conversationIn, twoStoresOnePartitionEach } from "./fixtures/two-stores.js";
 
 const leaseMs = 1_000;
-const count = 2;
 
-/** Two stores on a schema of two partitions, one each. */
-async function setUp(): Promise<{ schema: string; url: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
-  const { schema, url } = await freePartitionsSchema(leaseMs, count);
-  const a = await PostgresStore.open(url, { instanceId: "a" });
-  atEnd(() => a.close());
-  const b = await PostgresStore.open(url, { instanceId: "b" });
-  atEnd(() => b.close());
-  await eventually(
-    () => [a.heldPartitions().length, b.heldPartitions().length],
-    ([held, other]) => held === 1 && other === 1,
-    "each store holds one partition",
-  );
-  return { schema, url, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
-}
-
-/** A conversation id whose own partition is `partition`. */
-function conversationIn(partition: number, prefix: string): string {
-  for (let index = 0; ; index += 1) if (partitionOf(`${prefix}-${index}`, count) === partition) return `${prefix}-${index}`;
-}
+const setUp = () => twoStoresOnePartitionEach(leaseMs);
 
 describe("conversation homes (PostgreSQL)", () => {
   it("moves a conversation with nothing anywhere to the process its start landed at; the natural owner is fenced out and keeps its partition", async () => {

@@ -10,34 +10,14 @@
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
 import { atEnd, postgresUrl, withClient } from "./database.js";
-import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
 import pg from "pg";
+import { conversationIn, twoStoresOnePartitionEach } from "./fixtures/two-stores.js";
 
 const leaseMs = 1_000;
-const count = 2;
 
-async function setUp(): Promise<{ schema: string; url: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
-  const { schema, url } = await freePartitionsSchema(leaseMs, count);
-  const a = await PostgresStore.open(url, { instanceId: "a" });
-  atEnd(() => a.close());
-  // Neither opened with takeIdleHere (which flags every partition at
-  // open, the last test): the moves are asked of the store directly.
-  const b = await PostgresStore.open(url, { instanceId: "b" });
-  atEnd(() => b.close());
-  await eventually(
-    () => [a.heldPartitions().length, b.heldPartitions().length],
-    ([held, other]) => held === 1 && other === 1,
-    "each store holds one partition",
-  );
-  return { schema, url, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
-}
-
-function conversationIn(partition: number, prefix: string): string {
-  for (let index = 0; ; index += 1) if (partitionOf(`${prefix}-${index}`, count) === partition) return `${prefix}-${index}`;
-}
+const setUp = () => twoStoresOnePartitionEach(leaseMs);
 
 async function movedOut(schema: string): Promise<Record<number, boolean>> {
   const rows = await withClient((client) => client.query<{ partition: number; moved_out: boolean }>(`SELECT partition, moved_out FROM ${schema}.partitions`));

@@ -10,31 +10,13 @@
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { prepare } from "../store/fixtures.js";
-import { atEnd, withClient } from "./database.js";
-import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+import { withClient } from "./database.js";
+import { conversationIn, twoStoresOnePartitionEach } from "./fixtures/two-stores.js";
 
 const leaseMs = 1_000;
-const count = 2;
 
-async function setUp(): Promise<{ schema: string; a: PostgresStore; b: PostgresStore; pa: number; pb: number }> {
-  const { schema, url } = await freePartitionsSchema(leaseMs, count);
-  const a = await PostgresStore.open(url, { instanceId: "a" });
-  atEnd(() => a.close());
-  const b = await PostgresStore.open(url, { instanceId: "b" });
-  atEnd(() => b.close());
-  await eventually(
-    () => [a.heldPartitions().length, b.heldPartitions().length],
-    ([held, other]) => held === 1 && other === 1,
-    "each store holds one partition",
-  );
-  return { schema, a, b, pa: a.heldPartitions()[0]!.partition, pb: b.heldPartitions()[0]!.partition };
-}
-
-function conversationIn(partition: number, prefix: string): string {
-  for (let index = 0; ; index += 1) if (partitionOf(`${prefix}-${index}`, count) === partition) return `${prefix}-${index}`;
-}
+const setUp = () => twoStoresOnePartitionEach(leaseMs);
 
 async function homesIn(schema: string): Promise<string[]> {
   return withClient(async (client) =>
