@@ -15,6 +15,10 @@ export function settleFromRow(waiter: Waiting, executionId: string, row: Executi
     settleWaiterWithError(waiter, new PhronomyError("INVALID_INPUT", `no execution ${executionId} in this store`, { executionId }), settings);
     return;
   }
+  // The row is there: its id is the Run's, however the execution ended
+  // (a keyed start following a failed one answers with the id, not the
+  // execution's stored error: seed 4166796260).
+  waiter.knowExecutionId(executionId);
   const context = { executionId, agentId: row.agentId };
   if (row.status === "suspended") {
     rejectSuspendedObserver(waiter, context, (row.approvalRequest ?? undefined) as unknown as ApprovalRequest | undefined, settings);

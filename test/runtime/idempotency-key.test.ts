@@ -3,7 +3,8 @@
 // Run follows the first one's execution to the same outcome.
 
 import { describe, expect, it } from "vitest";
-import { agentRunModel, lookupTool, openEnvironment, type RecordedCall } from "./helpers.js";
+import { agentRunModel, lookupTool, openEnvironment, scriptedModel, type RecordedCall } from "./helpers.js";
+import type { Guardrail } from "../../host/index.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
 
 describe("idempotencyKey", () => {
@@ -60,6 +61,23 @@ describe("idempotencyKey", () => {
     expect(b).toMatchObject({ executionId, outcome: "completed" });
     expect((await env.executions({ agentId: "support" })).map((row) => row.executionId)).toEqual([executionId]);
     expect(new Set(calls.map((call) => call.idempotencyKey))).toEqual(new Set([`${executionId}:call-0-0`, `${executionId}:call-1-0`]));
+  });
+
+  it("a key whose execution failed, started again: its Run knows the execution's id and fails with the stored error (seed 4166796260)", async () => {
+    const env = await openEnvironment();
+    const model = scriptedModel(() => ({ text: "ok" }));
+    const inputGuardrail: Guardrail = () => {
+      throw new Error("guardrail bug");
+    };
+    const support = env.agent({ id: "support", model, inputGuardrail });
+    const executionId = startExecutionIdOf("support", "k");
+    await expect(support.start("hi", { idempotencyKey: "k" }).result).rejects.toMatchObject({ code: "INPUT_BLOCKED", executionId });
+    const again = support.start("hi", { idempotencyKey: "k" });
+    await expect(again.executionId).resolves.toBe(executionId);
+    await expect(again.result).rejects.toMatchObject({ code: "INPUT_BLOCKED", executionId });
+    await expect(env.wait(executionId).executionId).resolves.toBe(executionId);
+    expect(model.turnsServed).toBe(0);
+    await env.close();
   });
 
   it("refuses a key that is not a non-empty string of at most 256 characters", async () => {

@@ -110,6 +110,10 @@ describe("the whole host, simulated", () => {
     ],
     [728975849, "two runs now of a schedule at the same millisecond both claimed slot now, and its firing was settled twice (decision 0098)"],
     [728978841, "the same, another draw: two runs now at one process just opened, the first claiming while others lost their connections"],
+    [
+      4166796260,
+      "a parent's child, ended failed by a store fault, started again: its keyed start knew the child's id (not its stored error as the start's refusal) and told the parent its end",
+    ],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed);
     expect(world.problems, replay(seed)).toEqual([]);
