@@ -97,10 +97,17 @@ export class ControlLoop {
     return this.failure;
   }
 
-  /** Refuse admissions from now on; completions are still accepted. */
-  beginDraining(): void {
+  /** Refuse admissions from now on; completions are still accepted.
+   * `onQuiet` is called after every batch of messages while draining: a
+   * message that changes what is live without applying anything to the
+   * core (a retry's reopened row installed as suspended, seed 3389776446)
+   * is seen by the drain too. */
+  beginDraining(onQuiet?: () => void): void {
     if (this.state === "open") this.state = "draining";
+    this.onQuiet = onQuiet;
   }
+
+  private onQuiet: (() => void) | undefined;
 
   /** Refuse everything from now on. */
   close(): void {
@@ -146,6 +153,7 @@ export class ControlLoop {
       this.head = 0;
       this.running = false;
     }
+    if (this.state === "draining") this.onQuiet?.();
   }
 
   /** The core trapped: refuse everything from now on, fail what is queued,

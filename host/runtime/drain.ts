@@ -53,7 +53,7 @@ export class Drain {
 
   private async drainAndClose(): Promise<void> {
     const { loop, core, coordinator } = this.host;
-    loop.beginDraining();
+    loop.beginDraining(() => this.checkDrained());
     loop.post(() => core.apply(M.SetDraining, 1));
     await new Promise<void>((resolve) => {
       this.drainWaiters.push(resolve);

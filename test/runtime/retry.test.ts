@@ -7,7 +7,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AgentBusyError, ExecutionNotFoundError, RetryRefusedError, tool } from "../../host/index.js";
-import { approvalRefundTool, deferred, lookupTool, openEnvironment, scriptedModel, waitFor, type RecordedCall } from "./helpers.js";
+import { approvalRefundTool, deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, waitFor, type RecordedCall } from "./helpers.js";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
+import type { ExecutionStore } from "../../host/store/store.js";
+import type { StoreOperation, StoreResult } from "../../host/store/records.js";
 
 /** model → lookup → model; the second model call fails while `failing.on`. */
 function flakyModel(failing: { on: boolean }) {
@@ -85,6 +88,43 @@ describe("env.retry", () => {
     await expect(retried.result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
     expect((await env.execution(executionId))?.metadata.attempt).toBe(2);
+  });
+
+  it("env.close() called while a retry of an execution cancelled while suspended reopens it resolves once it is suspended again (host fuzz seed 3389776446)", async () => {
+    const path = await temporaryStorePath();
+    const sqlite = await SqliteStore.open(path);
+    const reopening = deferred();
+    const reopened = deferred();
+    const store = new Proxy(sqlite, {
+      get(target, property, receiver) {
+        if (property === "run")
+          return async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
+            if (operation.type !== "reopenExecution") return target.run(operation);
+            reopening.resolve();
+            await reopened.promise;
+            return target.run(operation);
+          };
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }) as unknown as ExecutionStore;
+    const env = await openEnvironment({ store });
+    const model = scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." },
+    );
+    const agent = env.agent({ id: "support", model, tools: { refund: approvalRefundTool([]) } });
+    const executionId = await agent.start("Refund order 42").executionId;
+    await waitFor(async () => (await env.pendingApprovals())[0]);
+    await expect(env.cancel(executionId)).resolves.toMatchObject({ outcome: "cancelled" });
+    const retried = env.retry(executionId);
+    await reopening.promise;
+    const closing = env.close();
+    reopened.resolve();
+    await closing;
+    await expect(retried.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
+    const reopenedStore = await SqliteStore.open(path);
+    expect(await reopenedStore.getExecution(executionId)).toMatchObject({ status: "suspended", metadata: { attempt: 2 } });
+    await reopenedStore.close();
   });
 
   it("refuses completed, running and unknown executions, and a busy conversation, writing nothing", async () => {
