@@ -22,7 +22,9 @@ export function submitPrepare(calls: CoordinatorCalls, agent: AgentEntry, reques
   const executionId = request.executionId ?? randomUUID();
   request.executionId = executionId;
   // A guardrail that throws blocks (decision 0056): the run fails, durably.
-  const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
+  // Asked once per request: a start prepared again (placed again, 0112)
+  // keeps the verdict its input was given (docs/decisions/0116).
+  const verdict = (request.inputVerdict ??= checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input));
   const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
   const input = filtered.input;
   request.filteredInput = input;

@@ -34,6 +34,8 @@ export function placeRefusedStart(core: Pick<ControlCore, "refusedStartVerdict">
   const verdict = core.refusedStartVerdict(startAnswerOf(error), refusedStartFactsOf(request, error)) as RefusedStartVerdict;
   if (verdict !== RefusedStartVerdict.PlaceAgain) return false;
   request.placedAgain = true;
+  // What the refused preparation left goes; the input guardrail's verdict
+  // (`inputVerdict`) stays: the input was checked (docs/decisions/0116).
   request.prepared = undefined;
   request.storeError = undefined;
   request.firstBarrier = undefined;

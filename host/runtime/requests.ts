@@ -9,7 +9,7 @@ import type { ConversationMessage } from "../agent/messages.js";
 import type { ResolvedTool } from "../agent/tools.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionRow, PrepareExecutionResult } from "../store/records.js";
-import type { AgentSettings, StartOptions } from "./options.js";
+import type { AgentSettings, CheckedVerdict, StartOptions } from "./options.js";
 import type { ApprovalRequest } from "./events.js";
 import type { Waiter, Waiting } from "./run.js";
 import type { Session } from "./session.js";
@@ -38,6 +38,11 @@ export interface StartRequest {
   readonly options: StartOptions;
   readonly deadline: number | undefined;
   executionId?: string;
+  /** The input guardrail's verdict on `input`, once asked: a fact of the
+   * request, kept with it, so a start prepared again (placed again after a
+   * refused preparation, docs/decisions/0112) reads it instead of asking
+   * the guardrail a second time (docs/decisions/0116). */
+  inputVerdict?: CheckedVerdict;
   /** The input as persisted and sent (after the input guardrail). */
   filteredInput?: string;
   filteredMessages?: ConversationMessage[];
