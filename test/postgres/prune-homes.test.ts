@@ -8,10 +8,11 @@
 // fenced out of its stale placement without losing its partition, and is
 // told where the conversation lives now (its natural partition).
 
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare } from "../store/fixtures.js";
-import { withClient } from "./database.js";
+import { atEnd, postgresUrl, withClient } from "./database.js";
 import { conversationIn, twoStoresOnePartitionEach } from "./fixtures/two-stores.js";
 
 const leaseMs = 1_000;
@@ -22,6 +23,11 @@ async function homesIn(schema: string): Promise<string[]> {
   return withClient(async (client) =>
     (await client.query<{ agent_id: string }>(`SELECT agent_id FROM ${schema}.conversation_homes ORDER BY agent_id`)).rows.map((row) => row.agent_id),
   );
+}
+
+async function movedOut(schema: string): Promise<Record<number, boolean>> {
+  const rows = await withClient((client) => client.query<{ partition: number; moved_out: boolean }>(`SELECT partition, moved_out FROM ${schema}.partitions`));
+  return Object.fromEntries(rows.rows.map((row) => [row.partition, row.moved_out]));
 }
 
 const prune = (store: PostgresStore, finishedBefore: number) => store.pruneExecutions({ type: "pruneExecutions", finishedBefore, executionsMax: 100 });
@@ -96,5 +102,78 @@ describe("conversation homes are pruned with the conversation's last row (Postgr
     });
     await prune(a, Date.now() + 60_000);
     expect(await homesIn(schema)).toEqual([]);
+  });
+
+  it("clears a partition's moved_out with the last home moved out of it, in the prune's transaction; a second moved conversation keeps it set", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const [first, second] = [conversationIn(pa, "first"), conversationIn(pa, "second")];
+    expect(await b.takeConversationHere(first)).toMatchObject({ outcome: "moved" });
+    expect(await b.takeConversationHere(second)).toMatchObject({ outcome: "moved" });
+    for (const id of [first, second]) await b.ensureAgent(id, 1);
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+    const later = Date.now() + 60_000;
+
+    // One of the two purged and pruned: the other is still homed elsewhere.
+    expect(await b.purgeAgent(first)).toMatchObject({ purged: true });
+    await prune(a, later);
+    expect(await homesIn(schema)).toEqual([second]);
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+
+    // The last one: its home and the flag go in one prune.
+    expect(await b.purgeAgent(second)).toMatchObject({ purged: true });
+    await prune(a, later);
+    expect(await homesIn(schema)).toEqual([]);
+    expect(await movedOut(schema)).toEqual({ [pa]: false, [pb]: false });
+    // The natural holder writes the partition's conversations from its row
+    // again, the pruned ones included; a move out of it flags it again.
+    expect(await a.run(prepare("e-again", first))).toMatchObject({ outcome: "active" });
+    expect(await b.takeConversationHere(conversationIn(pa, "third"))).toMatchObject({ outcome: "moved" });
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+  });
+
+  it("a move out of the partition in flight keeps the flag and the homes until a later prune; the flag cleared, a move reads it under the lock and sets it again", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const id = conversationIn(pa, "pruned");
+    expect(await b.takeConversationHere(id)).toEqual({ outcome: "moved", partition: pb });
+    const { epoch } = b.heldPartitions()[0]!;
+    const client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    atEnd(() => client.end());
+    await client.query(`SET search_path = "${schema}"`);
+    // Another conversation of the partition moved out, not committed: the
+    // move holds the partition's fence lock shared (the flag was set).
+    const inFlight = conversationIn(pa, "in-flight");
+    await client.query("BEGIN");
+    const moved = await client.query("SELECT home_outcome FROM home_conversation($1, 'b', $2, $3, 1000)", [inFlight, pb, epoch]);
+    expect(moved.rows).toEqual([{ home_outcome: "moved" }]);
+    await prune(a, Date.now() + 60_000);
+    expect(await homesIn(schema)).toEqual([id]);
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+    await client.query("COMMIT");
+    await b.ensureAgent(inFlight, 1);
+    // Committed: the first home goes, the flag stays (the second is homed elsewhere).
+    await prune(a, Date.now() + 60_000);
+    expect(await homesIn(schema)).toEqual([inFlight]);
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+
+    // A prune that clears the flag, not committed (its statements played
+    // here): a move out of the partition waits for it (the lock shared),
+    // then reads the flag cleared and sets it again (the lock exclusive),
+    // so the fence reads its home.
+    expect(await b.purgeAgent(inFlight)).toMatchObject({ purged: true });
+    const key = await withClient(
+      async (other) => (await other.query<{ key: number }>("SELECT hashtext($1) AS key", [`phronomy partition fence:${schema}`])).rows[0]!.key,
+    );
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [key, pa]);
+    await client.query("DELETE FROM conversation_homes WHERE agent_id = $1", [inFlight]);
+    await client.query("UPDATE partitions SET moved_out = false WHERE partition = $1", [pa]);
+    const waiting = b.takeConversationHere(conversationIn(pa, "after"), 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await client.query("COMMIT");
+    expect(await waiting).toMatchObject({ outcome: "moved" });
+    expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
+    const refused = (await a.run(prepare("e-after", conversationIn(pa, "after")))) as { outcome: string; error?: { details?: Record<string, unknown> } };
+    expect(refused).toMatchObject({ outcome: "not_established", error: { details: { movedTo: pb } } });
   });
 });

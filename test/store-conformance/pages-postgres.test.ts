@@ -25,7 +25,8 @@ describe("the paging migration (postgres)", () => {
     // conversation homes (0101: migration 24 replaces the fence again),
     // migration 25's partition flag and its barrier-kept columns (0107,
     // 0108: migration 5's finish index and migration 1's creation index
-    // are rebuilt as they were)).
+    // are rebuilt as they were), migration 26's list of a conversation's
+    // rows (0116)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
@@ -34,7 +35,7 @@ describe("the paging migration (postgres)", () => {
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
         DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP FUNCTION prepare_execution_replacing_decided; DROP INDEX executions_by_definition;
         DROP FUNCTION home_conversation(text, text, integer, bigint, integer); DROP FUNCTION partition_fence_held_at(integer, text, bigint);
-        DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes;
+        DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes; DROP FUNCTION conversation_has_rows(text);
         DROP FUNCTION flag_partitions_moved_out(); ALTER TABLE partitions DROP COLUMN moved_out; ALTER TABLE executions DROP COLUMN definition;
         ALTER TABLE executions DROP COLUMN finished_at; CREATE INDEX executions_finished ON executions (updated_at) WHERE status = 'terminal';
         CREATE INDEX executions_by_creation ON executions (created_at);

@@ -214,8 +214,9 @@ export const homesPrunedMax = 100;
  * with a write in flight keeps its homes until a later prune) — means no
  * write that read the home is still to commit, and every later one reads
  * it gone; the rows are checked in a statement after the lock. Runs inside
- * the prune's transaction, last (the lock is held to its commit). How many
- * homes went.
+ * the prune's transaction, last (the lock is held to its commit); the
+ * natural partitions left with no home moved out of them have their
+ * `moved_out` flag cleared there too (0116). How many homes went.
  */
 export async function pruneHomes(
   client: pg.ClientBase,
@@ -242,19 +243,43 @@ export async function pruneHomes(
   );
   if (locked.rows.length === 0) return 0;
   // A statement of its own, after the locks: it sees every write that
-  // passed the fence before them.
-  const deleted = await client.query(
+  // passed the fence before them. The rows: the move's own list (0116).
+  const deleted = await client.query<{ natural: number }>(
     `
     DELETE FROM conversation_homes AS homes
-    WHERE homes.agent_id = ANY($1::text[])
-      AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = homes.agent_id)
-      AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.agent_id = homes.agent_id)
-      AND NOT EXISTS (SELECT 1 FROM journal WHERE journal.agent_id = homes.agent_id)
-      AND NOT EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.agent_id = homes.agent_id)
-      AND NOT EXISTS (SELECT 1 FROM approval_inbox WHERE approval_inbox.agent_id = homes.agent_id)
-      AND NOT EXISTS (SELECT 1 FROM schedules WHERE schedules.agent_id = homes.agent_id)
+    WHERE homes.agent_id = ANY($1::text[]) AND NOT conversation_has_rows(homes.agent_id)
+    RETURNING partition_of(homes.agent_id) AS natural
   `,
     [locked.rows.map((row) => row.agent_id)],
   );
-  return deleted.rowCount ?? 0;
+  if (deleted.rows.length === 0) return 0;
+  await clearMovedOut(client, [...new Set(deleted.rows.map((row) => Number(row.natural)))]);
+  return deleted.rows.length;
+}
+
+/**
+ * Clears `moved_out` (0107) of these partitions — whose fence locks the
+ * prune holds EXCLUSIVE, and a home of whose conversations it just deleted
+ * — where none of their conversations is homed elsewhere any more
+ * (docs/decisions/0116): no write that read the flag set is in flight, a
+ * move out of them waits for the prune's commit (it reads the flag under
+ * the lock shared, migration 26), so the check holds to the commit. A
+ * partition row another transaction holds (a take waiting for the lock the
+ * prune holds, a renewal) is skipped, never waited for: its flag stays set
+ * (the fence then reads homes there, as before 0116), until a later prune
+ * deletes another home moved out of it.
+ */
+async function clearMovedOut(client: pg.ClientBase, naturals: readonly number[]): Promise<void> {
+  await client.query(
+    `
+    UPDATE partitions SET moved_out = false
+    WHERE partitions.partition IN (
+      SELECT candidate.partition FROM partitions AS candidate
+      WHERE candidate.partition = ANY($1::integer[]) AND candidate.moved_out
+        AND NOT EXISTS (SELECT 1 FROM conversation_homes AS homes WHERE partition_of(homes.agent_id) = candidate.partition)
+      FOR UPDATE SKIP LOCKED
+    )
+  `,
+    [naturals],
+  );
 }

@@ -3,7 +3,8 @@
 // write read `conversation_homes` twice and took the conversation's own
 // lock, whether any process moves conversations or not. From migration 25
 // the partition row carries `moved_out`: false until the first move of one
-// of its conversations into another partition, then true for good. The
+// of its conversations into another partition, then true until the last
+// such home is pruned (0116). The
 // fence takes the natural partition's fence lock shared (0042) and reads
 // its row, as before 0101; only when `moved_out` is set does it go on to
 // the conversation's own lock and its home (0101's rule, unchanged).
@@ -26,8 +27,10 @@
 //   moves seldom wait for a partition's writes in flight: a store where
 //   such a process opened reads homes in every partition's writes; one
 //   where none ever did, in none.
-// * The flag is never cleared (a home goes only with its conversation's
-//   last row, 0112: the partition may move one out again).
+// * The flag is cleared by the prune that deletes the last home moved out
+//   of the partition, under the partition's fence lock EXCLUSIVE (0112's
+//   prune already holds it; migration 26, `homes-rows.ts`, 0116); a move
+//   after that sets it again as the first move out does.
 
 import type pg from "pg";
 import { moveLockClass } from "./homes.js";

@@ -41,6 +41,7 @@ import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
+import { createConversationHasRows } from "./homes-rows.js";
 import { indexColumnsBarriersKeep } from "./hot-barriers.js";
 import { createEventSignals } from "./signals.js";
 
@@ -152,7 +153,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 23: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096).
  * Version 24: conversation homes, a conversation moved to where its first start landed (`homes.ts`, docs/decisions/0101).
  * Version 25: the fence reads homes only in a partition a conversation was moved out of (`moved-out.ts`, docs/decisions/0107);
- *   the prune's and the pages' indexes on columns no barrier writes, so a barrier updates its row in place (`hot-barriers.ts`, 0108). */
+ *   the prune's and the pages' indexes on columns no barrier writes, so a barrier updates its row in place (`hot-barriers.ts`, 0108).
+ * Version 26: one list of a conversation's rows for the move and the prune of homes, and the move reading its
+ *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -179,7 +182,13 @@ export const migrations: readonly Migration[] = [
   dropPrepareReplacing,
   conversationHomes,
   movedOutAndHotBarriers,
+  conversationRows,
 ];
+
+async function conversationRows(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
+  if (context === undefined) throw new Error("migration 26 needs the schema name (the fence lock's key)");
+  await createConversationHasRows(client, context.schema);
+}
 
 async function movedOutAndHotBarriers(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
   if (context === undefined) throw new Error("migration 25 needs the schema name (the fence lock's key)");
