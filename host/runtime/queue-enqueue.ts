@@ -56,7 +56,9 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
   // The input guardrail's redaction applies before the input is stored;
   // a block (or a guardrail that fails: docs/decisions/0056) is decided
   // when the message is started, which writes it terminal INPUT_BLOCKED.
-  const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
+  // Asked once: the verdict is kept with the request (a start placed again,
+  // 0112, then queued) and the item, whose start reads it (0116).
+  const verdict = (request.inputVerdict ??= checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input));
   const input = persistedInput(verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request);
   // A start that names its id (an idempotency key, a start filed by
   // another process, docs/decisions/0031) is queued under it.
@@ -68,6 +70,7 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
     input: request.input,
     inputMessages: request.inputMessages,
     options: request.options,
+    inputVerdict: verdict,
     state: "writing",
     ...(interrupt ? { interrupt } : {}),
   };

@@ -254,6 +254,8 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
     options: head.options,
     deadline: timeoutMs !== undefined ? queues.settings.now() + timeoutMs : undefined,
     executionId: head.executionId,
+    // Checked when queued here (docs/decisions/0116).
+    ...(head.inputVerdict !== undefined ? { inputVerdict: head.inputVerdict } : {}),
   };
 }
 

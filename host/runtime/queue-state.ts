@@ -16,7 +16,7 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import { KeyedRetries } from "./keyed-retries.js";
-import type { StartOptions } from "./options.js";
+import type { CheckedVerdict, StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import type { StartPlacement } from "./remote-start.js";
 import type { Waiter, Waiting } from "./run.js";
@@ -37,6 +37,11 @@ export interface QueuedItem {
   readonly input: string;
   readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
+  /** Its input guardrail's verdict, asked when it was queued here (its
+   * redaction is what the store holds); its start reads it instead of
+   * asking again (docs/decisions/0116). Undefined when restored from the
+   * store: its start checks the stored input. */
+  readonly inputVerdict?: CheckedVerdict;
   /** "writing": the enqueue is in flight; "queued": durable;
    * "cancelling": its cancel is being written (it keeps its place, and
    * is not started); "cancelled": the store holds the cancel. */
