@@ -14,6 +14,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare } from "../store/fixtures.js";
 import { atEnd, postgresUrl, withClient } from "./database.js";
 import { conversationIn, twoStoresOnePartitionEach } from "./fixtures/two-stores.js";
+import { eventually } from "./fixtures/free-schema.js";
 
 const leaseMs = 1_000;
 
@@ -169,7 +170,21 @@ describe("conversation homes are pruned with the conversation's last row (Postgr
     await client.query("DELETE FROM conversation_homes WHERE agent_id = $1", [inFlight]);
     await client.query("UPDATE partitions SET moved_out = false WHERE partition = $1", [pa]);
     const waiting = b.takeConversationHere(conversationIn(pa, "after"), 5_000);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The move waits for the partition's fence lock (held here exclusive).
+    await eventually(
+      () =>
+        withClient(
+          async (other) =>
+            (
+              await other.query<{ n: number }>(
+                "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid::bigint = ($1::bigint & 4294967295) AND objid::bigint = $2 AND objsubid = 2",
+                [key, pa],
+              )
+            ).rows[0]!.n,
+        ),
+      (waiting) => waiting === 1,
+      "the move waits for the partition's fence lock",
+    );
     await client.query("COMMIT");
     expect(await waiting).toMatchObject({ outcome: "moved" });
     expect(await movedOut(schema)).toEqual({ [pa]: true, [pb]: false });
