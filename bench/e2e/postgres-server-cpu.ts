@@ -6,7 +6,13 @@
 // the server's WAL bytes and records (`pg_stat_wal`: the whole server's,
 // so give it a server nothing else uses), the executions table's updates
 // and HOT updates, the buffers its tables and indexes read, round trips
-// and statements (`postgres-profile.ts`). The counts barely move with the
+// and statements (`postgres-profile.ts`); and how the runs' writes travel
+// (docs/decisions/0114): groups per run and their mean size, the mean
+// number of groups on their way, each group's wait for a pooled
+// connection, the share of the span the process's event loop was busy,
+// and the process's context switches per group (involuntary ones: another
+// thread — often the backend the group's write woke — took its core).
+// The counts barely move with the
 // machine's load; CPU per run does (compare medians of rounds alternated
 // between two commits, docs/decisions/0107 and 0108).
 //
@@ -21,7 +27,8 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import pg from "pg";
-import { Phronomy } from "../../host/index.js";
+import { Phronomy, type Environment } from "../../host/index.js";
+import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { describeTally, openTally } from "./postgres-profile.js";
 import { IN_FLIGHT, defineConversations, runConversationsFor, summarize } from "./workload.js";
 
@@ -116,6 +123,28 @@ async function walAndRows(
   };
 }
 
+/** The process's context switches so far: voluntary (it waited), and
+ * involuntary (its core was taken from it). */
+function contextSwitches(): { voluntary: number; involuntary: number } {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const count = (name: string) => Number(new RegExp(`\\n${name}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN);
+  return { voluntary: count("voluntary_ctxt_switches"), involuntary: count("nonvoluntary_ctxt_switches") };
+}
+
+/** How the runs' writes travelled over a span (`GroupCommit.figures`). */
+function describeGroups(
+  env: Environment,
+  before: PostgresStore["groups"]["figures"],
+  runs: number,
+  spanMs: number,
+  busy: number,
+  switches: { voluntary: number; involuntary: number },
+): string {
+  const after = (env as unknown as { store: PostgresStore }).store.groups.figures;
+  const groups = after.groups - before.groups;
+  return `groups: ${(groups / runs).toFixed(3)} per run of ${((after.statements - before.statements) / groups).toFixed(1)} statements, ${((after.inFlightMs - before.inFlightMs) / spanMs).toFixed(2)} on their way on average, ${((after.connectingMs - before.connectingMs) / groups).toFixed(2)} ms each waiting for a connection; event loop busy ${(busy * 100).toFixed(0)}% of the span; context switches per group ${(switches.voluntary / groups).toFixed(2)} voluntary, ${(switches.involuntary / groups).toFixed(2)} involuntary`;
+}
+
 async function main(): Promise<void> {
   const port = Number(new URL(url).port || 5432);
   const admin = new pg.Client({ connectionString: url });
@@ -148,7 +177,14 @@ async function main(): Promise<void> {
                 { stdio: "ignore" },
               );
         const tally = openTally();
+        const groupsBefore = { ...(env as unknown as { store: PostgresStore }).store.groups.figures };
+        const switchesBefore = contextSwitches();
+        const eventLoopBefore = performance.eventLoopUtilization();
+        const spanBegan = performance.now();
         const figures = await runConversationsFor(definition, "cpu", IN_FLIGHT, seconds);
+        const spanMs = performance.now() - spanBegan;
+        const busy = performance.eventLoopUtilization(eventLoopBefore).utilization;
+        const switchesAfter = contextSwitches();
         tally.stop();
         if (perf !== undefined) {
           perf.kill("SIGINT");
@@ -163,12 +199,14 @@ async function main(): Promise<void> {
         const perRun = (micros: number) => (micros / figures.runs).toFixed(0);
         const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
         console.log(
-          `  round ${round}: ${summary.runsPerSecond.toFixed(0)} runs/s, p50 ${summary.p50.toFixed(0)} ms; CPU per run: process ${perRun(cpu.user + cpu.system)} µs, server ${perRun((serverTicks * 1_000_000) / ticksPerSecond)} µs (${backendsAfter.length} backends); load ${load}`,
+          `  round ${round}: ${summary.runsPerSecond.toFixed(0)} runs/s, p50 ${summary.p50.toFixed(0)} ms; CPU per run: process ${perRun(cpu.user + cpu.system)} µs (system ${perRun(cpu.system)}), server ${perRun((serverTicks * 1_000_000) / ticksPerSecond)} µs (${backendsAfter.length} backends); load ${load}`,
         );
         console.log(
           `    per run: ${((walAfter.walBytes - walBefore.walBytes) / figures.runs).toFixed(0)} B of WAL in ${((walAfter.walRecords - walBefore.walRecords) / figures.runs).toFixed(1)} records (the whole server's), execution row updates ${((walAfter.updates - walBefore.updates) / figures.runs).toFixed(2)} of which in place (HOT) ${((walAfter.hotUpdates - walBefore.hotUpdates) / figures.runs).toFixed(2)}; buffers read: tables ${((walAfter.heapBlocks - walBefore.heapBlocks) / figures.runs).toFixed(0)}, indexes ${((walAfter.indexBlocks - walBefore.indexBlocks) / figures.runs).toFixed(0)}`,
         );
         console.log(`    ${describeTally(tally.tally, figures.runs)}`);
+        const switches = { voluntary: switchesAfter.voluntary - switchesBefore.voluntary, involuntary: switchesAfter.involuntary - switchesBefore.involuntary };
+        console.log(`    ${describeGroups(env, groupsBefore, figures.runs, spanMs, busy, switches)}`);
       } finally {
         await env.close();
         await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
