@@ -354,11 +354,20 @@ async function answer(plan: DirectCallPlan, call: CallParts, model: LanguageMode
     tools: plan.tools as never,
     download: undefined,
     abortSignal: signal,
-    generatedFileDataCache: new WeakMap(),
+    // Read only for a file part's data: an answer without one makes none.
+    generatedFileDataCache: result.content.some(isFilePart) ? new WeakMap() : undefined,
   } as never);
   internals.logWarnings({ warnings: result.warnings ?? [], provider: model.provider, model: model.modelId });
   return { content, usage, finishReason: result.finishReason.unified };
 }
+
+/** The calls waiting on each signal, for `untilAborted`: a signal gets one
+ * "abort" listener, at its first call, that fails every call waiting then.
+ * A session's signal serves all of its model calls, and Node's
+ * `addEventListener`/`removeEventListener` per call (its options checked,
+ * a listener record made and unlinked) cost more than a set's add and
+ * delete (docs/decisions/0115). */
+const abortWaiters = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
 
 /** `answer`, or the signal's reason once it fires (whichever is first). */
 function untilAborted<T>(signal: AbortSignal, answer: PromiseLike<T>): Promise<T> {
@@ -366,20 +375,44 @@ function untilAborted<T>(signal: AbortSignal, answer: PromiseLike<T>): Promise<T
     Promise.resolve(answer).then(undefined, () => undefined); // its own failure comes after the abort's
     return Promise.reject(signal.reason);
   }
+  const waiters = abortWaitersOf(signal);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+    waiters.add(reject);
     Promise.resolve(answer).then(
       (value) => {
-        signal.removeEventListener("abort", onAbort);
+        waiters.delete(reject);
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        waiters.delete(reject);
         reject(error);
       },
     );
   });
+}
+
+function abortWaitersOf(signal: AbortSignal): Set<(reason: unknown) => void> {
+  let waiters = abortWaiters.get(signal);
+  if (waiters === undefined) {
+    const added = new Set<(reason: unknown) => void>();
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const reject of added) reject(signal.reason);
+        added.clear();
+      },
+      { once: true },
+    );
+    abortWaiters.set(signal, added);
+    waiters = added;
+  }
+  return waiters;
+}
+
+/** The content parts whose data `convertLanguageModelContent` resolves
+ * through its `generatedFileDataCache`. */
+function isFilePart(part: { readonly type: string }): boolean {
+  return part.type === "file" || part.type === "reasoning-file";
 }
 
 /** `generateText`'s check of a tool choice other than `auto`: a `none`

@@ -542,7 +542,11 @@ export class Session {
     if (policy === "never" && setting === undefined) return { decided: [...plan], needed: [] };
     const decided: PlannedCall[] = [];
     const needed: PlannedCall[] = [];
-    const messages = toModelMessages(this.messages);
+    // The conversation as model messages, made only for a predicate that is
+    // handed it (a `toolApproval` setting, a `needsApproval` function): a
+    // batch of tools with a boolean `needsApproval` converts nothing.
+    let converted: ModelMessage[] | undefined;
+    const messages = (): ModelMessage[] => (converted ??= toModelMessages(this.messages));
     const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
     for (const planned of plan) {
       if (!planned.tool || planned.error) {
@@ -560,7 +564,7 @@ export class Session {
                 tools: definition.tools,
                 toolsContext: definition.toolsContext,
                 runtimeContext: experimental_context,
-                messages,
+                messages: messages(),
               },
             );
       if (verdict?.type === "denied") {
@@ -574,9 +578,11 @@ export class Session {
         continue;
       }
       if (verdict !== undefined) continue;
-      const context = definition.toolsContext?.[toolName];
+      // A boolean `needsApproval` reads no options (toolNeedsApproval).
+      const predicate = typeof planned.tool.definition.needsApproval === "function";
+      const context = predicate ? definition.toolsContext?.[toolName] : undefined;
       const { agentId: conversationId, metadata } = this.settings;
-      const options = { toolCallId: callId, messages, context, experimental_context, conversationId, metadata };
+      const options = predicate ? { toolCallId: callId, messages: messages(), context, experimental_context, conversationId, metadata } : undefined;
       if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId }, options)) needed.push(planned);
     }
     return { decided, needed };

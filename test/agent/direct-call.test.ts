@@ -9,6 +9,7 @@
 // goes through `generateText`.
 
 import type { LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4GenerateResult } from "@ai-sdk/provider";
+import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationMessage, ModelTurn } from "../../host/agent/messages.js";
 import { callModel, type CallOverrides, type LanguageModel, type ModelCallRequest } from "../../host/agent/model.js";
@@ -316,6 +317,32 @@ describe("a direct call and generateText give the same", () => {
     const direct = await outcomeOf({ model, signal: controller.signal }, {});
     expect(counted.generateText).toBe(0);
     expect(direct.error).toMatchObject({ name: "Error", message: "cancelled by test" });
+    answered?.();
+  });
+
+  it("calls on one signal: the signal holds one abort listener however many calls it served, and an abort fails only the call in flight", async () => {
+    const controller = new AbortController();
+    let answered: (() => void) | undefined;
+    let call = 0;
+    const model = fakeV4Model(async () => {
+      call += 1;
+      if (call <= 3) return v4Answer([{ type: "text", text: `answer ${call}` }]);
+      await new Promise<void>((resolve) => {
+        answered = resolve;
+        controller.abort(new Error("cancelled by test"));
+      });
+      return v4Answer([{ type: "text", text: "too late" }]);
+    });
+    for (let index = 1; index <= 3; index += 1) {
+      const outcome = await outcomeOf({ model, signal: controller.signal }, {});
+      expect(outcome.turn?.text).toBe(`answer ${index}`);
+      expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    }
+    const aborted = await outcomeOf({ model, signal: controller.signal }, {});
+    expect(aborted.error).toMatchObject({ name: "Error", message: "cancelled by test" });
+    expect(counted.generateText).toBe(0);
+    // The listener was added once and is gone with the abort.
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
     answered?.();
   });
 
