@@ -13,7 +13,7 @@
 import { createInterface } from "node:readline";
 import { Phronomy } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
-import { startTiming, type StartMarks } from "../../host/store/start-timing.js";
+import { startTiming, type RunPhase, type StartMarks } from "../../host/store/start-timing.js";
 import { openTally } from "./postgres-profile.js";
 import { defineConversations, runConversationsFor } from "./workload.js";
 
@@ -50,6 +50,8 @@ export interface ChildReport {
    * (`host/store/start-timing.ts`), by execution id, and the samples. */
   readonly startMarks?: Record<string, StartMarks>;
   readonly startSamples?: Record<string, number[]>;
+  /** Each run's phases in ms, by the way it ran (`runPhases`). */
+  readonly phases?: Record<string, number[]>;
   /** The round trips of the measured window, by kind (`postgres-profile.ts`). */
   readonly tally?: {
     readonly roundTrips: number;
@@ -89,9 +91,9 @@ async function main(config: ChildConfig): Promise<void> {
   );
   report({ type: "ready" });
   await go;
-  startTiming.enabled = config.routing === "any";
+  startTiming.enabled = true;
   const tally = openTally();
-  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved);
+  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved, (id, moment) => startTiming.phase(id, moment));
   tally.stop();
   startTiming.enabled = false;
   report({
@@ -101,9 +103,33 @@ async function main(config: ChildConfig): Promise<void> {
     elapsedMs: figures.elapsedMs,
     latencies: figures.latencies,
     tally: { roundTrips: tally.tally.roundTrips, statements: tally.tally.statements, awaitingMs: tally.tally.awaitingMs, kinds: [...tally.tally.kinds] },
+    phases: runPhases(startTiming.phases),
     ...(config.routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
   });
   await env.close();
+}
+
+/** Each finished run's phases in ms, under the way it ran: `moved` (moved
+ * here by this process), `here` (run here without a move), `filed` (run
+ * by another process): from one mark to the next present (docs/decisions/0113). */
+export function runPhases(marks: ReadonlyMap<string, Partial<Record<RunPhase, number>>>): Record<string, number[]> {
+  const order: readonly RunPhase[] = ["begun", "moving", "moved", "preparing", "prepared", "terminating", "terminated", "ended"];
+  const phases: Record<string, number[]> = {};
+  const add = (name: string, value: number): void => {
+    (phases[name] ??= []).push(value);
+  };
+  for (const run of marks.values()) {
+    if (run.begun === undefined || run.ended === undefined) continue;
+    const way = run.preparing === undefined ? "filed" : run.moving !== undefined ? "moved" : "here";
+    let from: RunPhase = "begun";
+    for (const phase of order.slice(1)) {
+      if (run[phase] === undefined) continue;
+      add(`${way} ${from}→${phase}`, run[phase]! - run[from]!);
+      from = phase;
+    }
+    add(`${way} total`, run.ended - run.begun);
+  }
+  return phases;
 }
 
 try {

@@ -301,11 +301,25 @@ async function spreadOverProcesses(url: string, schema: string, seconds: number,
       lost,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
-      profile: [describeTally(mergedTally(reports), runs), ...(routing === "any" ? describeStartProfile(reports) : [])],
+      profile: [describeTally(mergedTally(reports), runs), ...describeRunPhases(reports), ...(routing === "any" ? describeStartProfile(reports) : [])],
     };
   } finally {
     for (const child of children) child.kill();
   }
+}
+
+/** Each way a run ran (moved here, run here, filed): how many, and the
+ * p50 of each phase in ms (`postgres-child.ts`'s `runPhases`). */
+function describeRunPhases(reports: readonly ChildReport[]): string[] {
+  const joined = new Map<string, number[]>();
+  for (const report of reports) for (const [name, values] of Object.entries(report.phases ?? {})) joined.set(name, [...(joined.get(name) ?? []), ...values]);
+  const ways = [...new Set([...joined.keys()].map((name) => name.split(" ")[0]!))].sort();
+  return ways.map((way) => {
+    const entries = [...joined].filter(([name]) => name.startsWith(`${way} `));
+    const total = entries.find(([name]) => name === `${way} total`)?.[1] ?? [];
+    const p50 = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5).toFixed(1);
+    return `${way} runs ${total.length}, p50 ms: ${entries.map(([name, values]) => `${name.slice(way.length + 1)} ${p50(values)}`).join(" · ")}`;
+  });
 }
 
 /** The children's round trips as one tally. */

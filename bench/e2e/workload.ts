@@ -101,6 +101,7 @@ export async function runConversationsFor(
   seconds: number,
   accept: (id: string) => boolean = () => true,
   tolerate: (error: unknown) => boolean = () => false,
+  observe?: (id: string, moment: "begun" | "ended") => void,
 ): Promise<LoopFigures> {
   const latencies: number[] = [];
   let stop = false;
@@ -111,6 +112,7 @@ export async function runConversationsFor(
       let id = `${prefix}-${next++}`;
       while (!accept(id)) id = `${prefix}-${next++}`;
       const started = performance.now();
+      observe?.(id, "begun");
       let result: Awaited<ReturnType<ReturnType<DefinedAgent["conversation"]>["start"]>["result"]>;
       try {
         result = await definition.conversation(id).start("Where is order 42?").result;
@@ -121,6 +123,7 @@ export async function runConversationsFor(
       }
       if (result.outcome !== "completed") throw new Error(`a bench run of conversation "${id}" ended ${result.outcome}`);
       latencies.push(performance.now() - started);
+      observe?.(id, "ended");
     }
   };
   const began = performance.now();

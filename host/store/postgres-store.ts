@@ -497,8 +497,11 @@ export class PostgresStore implements ExecutionStore {
     const partition = this.leaseBook.partitionOf(agentId);
     const preparing = operation.type === "prepareExecution";
     if (preparing) this.preparing.set(partition, (this.preparing.get(partition) ?? 0) + 1);
+    const terminal = operation.type === "terminalCommit";
+    if (preparing || terminal) startTiming.phase(agentId, preparing ? "preparing" : "terminating");
     try {
       applied = await this.submitConnected(sql, partition);
+      if (applied && (preparing || terminal)) startTiming.phase(agentId, preparing ? "prepared" : "terminated");
     } catch (error) {
       // Its records may have been written (read back, or not known): the
       // tail kept in memory is read again (docs/decisions/0058).

@@ -45,6 +45,8 @@ class StartTiming {
   enabled = false;
   readonly marks = new Map<string, StartMarks>();
   readonly samples = new Map<string, number[]>();
+  /** Run phases by conversation id (`phase`). */
+  readonly phases = new Map<string, Partial<Record<RunPhase, number>>>();
   private readonly notifiedAt = new Map<string, number>();
 
   /** Now, on the clock every process of the machine shares. */
@@ -75,6 +77,17 @@ class StartTiming {
     if (at !== undefined) this.mark(executionId, "notified", at);
   }
 
+  /** Marks a moment of the conversation's run (the first of each kind kept). */
+  phase(agentId: string, phase: RunPhase, at = this.now()): void {
+    if (!this.enabled) return;
+    const phases = this.phases.get(agentId);
+    if (phases === undefined) {
+      if (this.phases.size < startTimingMarksMax) this.phases.set(agentId, { [phase]: at });
+      return;
+    }
+    phases[phase] ??= at;
+  }
+
   /** A duration (or count) under a name: a poll's round trip, a claim's size. */
   sample(name: string, value: number): void {
     if (!this.enabled) return;
@@ -84,6 +97,26 @@ class StartTiming {
     this.samples.set(name, list);
   }
 }
+
+/** The moments of a run, by conversation id (bench/e2e's spread: one run
+ * per conversation), in the order they happen; docs/decisions/0113. */
+export type RunPhase =
+  /** The bench: `start` called. */
+  | "begun"
+  /** Mover: the move statement sent (`home_conversation`). */
+  | "moving"
+  /** Mover: its answer. */
+  | "moved"
+  /** The preparation handed to the group commit. */
+  | "preparing"
+  /** The preparation committed. */
+  | "prepared"
+  /** The terminal commit handed to the group commit. */
+  | "terminating"
+  /** The terminal commit committed. */
+  | "terminated"
+  /** The bench: the Run's result settled. */
+  | "ended";
 
 /** The process's one recorder (off unless the bench turns it on). */
 export const startTiming = new StartTiming();

@@ -42,6 +42,7 @@ import * as leases from "./leases.js";
 import type { Fence } from "./leases.js";
 import * as partitions from "./partitions.js";
 import { homeConversation, type HomeOutcome } from "./homes.js";
+import { startTiming } from "../start-timing.js";
 
 /** No partition row has epoch 0 once held (takes start at 1): the fence of
  * an agent asked for whose partition was never held here. */
@@ -213,7 +214,9 @@ export class PartitionBook {
     const live = this.states.flatMap((state) => (state.held && now < state.admitUntil && state.grant !== undefined ? [state.grant] : []));
     if (live.length === 0) return undefined;
     const target = live[partitions.partitionOf(agentId, live.length)]!;
+    startTiming.phase(agentId, "moving");
     const answer = await homeConversation(this.pool, agentId, this.owner, target.partition, target.epoch, waitMs);
+    startTiming.phase(agentId, "moved");
     if (answer.outcome !== "refused") this.noteHome(agentId, answer.partition);
     if (answer.outcome === "moved") this.moved.set(agentId, target.epoch);
     return answer;
