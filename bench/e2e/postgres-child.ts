@@ -93,7 +93,9 @@ async function main(config: ChildConfig): Promise<void> {
   await go;
   startTiming.enabled = true;
   const tally = openTally();
-  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved, (id, moment) => startTiming.phase(id, moment));
+  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved, (id, moment) =>
+    startTiming.phase(id, moment),
+  );
   tally.stop();
   startTiming.enabled = false;
   report({

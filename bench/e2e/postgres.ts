@@ -317,7 +317,11 @@ function describeRunPhases(reports: readonly ChildReport[]): string[] {
   return ways.map((way) => {
     const entries = [...joined].filter(([name]) => name.startsWith(`${way} `));
     const total = entries.find(([name]) => name === `${way} total`)?.[1] ?? [];
-    const p50 = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5).toFixed(1);
+    const p50 = (values: number[]) =>
+      percentile(
+        [...values].sort((a, b) => a - b),
+        0.5,
+      ).toFixed(1);
     return `${way} runs ${total.length}, p50 ms: ${entries.map(([name, values]) => `${name.slice(way.length + 1)} ${p50(values)}`).join(" · ")}`;
   });
 }

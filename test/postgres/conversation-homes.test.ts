@@ -6,9 +6,10 @@
 // a takeover of the home partition fences the mover and recovers the
 // conversation, and a process opened later places it by its home. A
 // conversation with any row (an execution, a queued message, a filed start,
-// a schedule) is not moved.
+// a schedule) is not moved. Moves asked together leave as one statement
+// (docs/decisions/0113).
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
 import { atEnd, withClient } from "./database.js";
@@ -48,6 +49,36 @@ describe("conversation homes (PostgreSQL)", () => {
     expect(await b.run(prepare("e-b", moved))).toMatchObject({ outcome: "active", revision: 1 });
     expect(await b.run(providerBarrier("e-b", 1))).toBeDefined();
     expect(await a.takeConversationHere(moved)).toEqual({ outcome: "home", partition: pb });
+  });
+
+  it("moves asked in one event-loop round leave as one statement, each answered as if alone (docs/decisions/0113)", async () => {
+    const { schema, a, b, pa, pb } = await setUp();
+    const ran = conversationIn(pa, "ran-batch");
+    expect(await a.run(prepare("e-ran-batch", ran))).toMatchObject({ outcome: "active" });
+    const first = conversationIn(pa, "batch-1");
+    const second = conversationIn(pa, "batch-2");
+    // Spied, not replaced: the pool's own query runs.
+    const spy = vi.spyOn(b.pool, "query");
+    const moves = () => spy.mock.calls.filter(([text]) => typeof text === "string" && text.includes("home_conversation"));
+    try {
+      const answers = await Promise.all([first, second, ran, first].map((agentId) => b.takeConversationHere(agentId)));
+      expect(answers).toEqual([
+        { outcome: "moved", partition: pb },
+        { outcome: "moved", partition: pb },
+        { outcome: "refused", partition: pa },
+        { outcome: "moved", partition: pb },
+      ]);
+      expect(moves()).toHaveLength(1);
+      // Asked again in a later round: a statement of its own, answering the home.
+      expect(await b.takeConversationHere(second)).toEqual({ outcome: "home", partition: pb });
+      expect(moves()).toHaveLength(2);
+    } finally {
+      spy.mockRestore();
+    }
+    const homes = await withClient((client) => client.query(`SELECT agent_id, partition FROM ${schema}.conversation_homes ORDER BY agent_id`));
+    expect(homes.rows).toEqual([first, second].sort().map((agentId) => ({ agent_id: agentId, partition: pb })));
+    expect(b.movedHere(first) && b.movedHere(second)).toBe(true);
+    expect(b.movedHere(ran)).toBe(false);
   });
 
   it("refuses to move a conversation that has an execution, a queued message, a filed start or a schedule", async () => {

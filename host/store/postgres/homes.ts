@@ -156,23 +156,45 @@ export interface HomeOutcome {
   readonly partition: number;
 }
 
-/** Moves a conversation that has nothing anywhere to `partition`, which
- * `owner` holds at `epoch` (one statement). */
-export async function homeConversation(
-  pool: Queryable,
-  agentId: string,
-  owner: string,
-  partition: number,
-  epoch: number,
-  waitMs: number,
-): Promise<HomeOutcome> {
-  const row = (
-    await pool.query<{ home_outcome: HomeOutcome["outcome"]; home_partition: number }>(
-      "SELECT home_outcome, home_partition FROM home_conversation($1, $2, $3, $4, $5)",
-      [agentId, owner, partition, epoch, Math.max(1, Math.floor(waitMs))],
+/** One conversation of a batch of moves: the partition held here it goes to, at that epoch. */
+export interface MoveAsked {
+  readonly agentId: string;
+  readonly partition: number;
+  readonly epoch: number;
+}
+
+/** Moves conversations that have nothing anywhere, each to the partition
+ * asked, which `owner` holds at that epoch: one statement, one transaction
+ * for the batch (docs/decisions/0113), each move answered as if alone (the
+ * conversations' own locks are taken in the order asked; one not granted
+ * within `waitMs` refuses that move only), in the order asked.
+ *
+ * Its commit does not wait for its WAL flush (`synchronous_commit` off for
+ * this transaction only): sampled, a move's backend spent ≈90% of its time
+ * waiting for the flush (`WALWrite`, `WALSync`), never for a lock. Nothing
+ * durable rests on the move alone. Every write that depends on a home
+ * commits after it and durably (the preparation, a filing for the home's
+ * holder), and its flush carries the WAL before it, the move's commit
+ * included: a durable write of a moved conversation implies its home is.
+ * A server crash before such a flush loses the home and the writes after it
+ * together, as if the move never happened; the conversation still has
+ * nothing anywhere, and a process that noted the home (the mover, one that
+ * read it) is refused its next preparation by the natural fence and places
+ * the start again, as for a pruned home (0112). */
+export async function homeConversations(pool: Queryable, owner: string, asked: readonly MoveAsked[], waitMs: number): Promise<HomeOutcome[]> {
+  if (asked.length === 0) return [];
+  const rows = (
+    await pool.query<{ ordinal: string; home_outcome: HomeOutcome["outcome"]; home_partition: number }>(
+      `SELECT asked.ordinal, moved.home_outcome, moved.home_partition
+       FROM unnest($1::text[], $2::integer[], $3::bigint[]) WITH ORDINALITY AS asked(agent_id, partition, epoch, ordinal)
+       CROSS JOIN LATERAL home_conversation(asked.agent_id, $4, asked.partition, asked.epoch, $5) AS moved,
+       set_config('synchronous_commit', 'off', true) AS unflushed
+       ORDER BY asked.ordinal`,
+      [asked.map((move) => move.agentId), asked.map((move) => move.partition), asked.map((move) => move.epoch), owner, Math.max(1, Math.floor(waitMs))],
     )
-  ).rows[0]!;
-  return { outcome: row.home_outcome, partition: Number(row.home_partition) };
+  ).rows;
+  if (rows.length !== asked.length) throw new Error(`home_conversation answered ${rows.length} moves of ${asked.length}`);
+  return rows.map((row) => ({ outcome: row.home_outcome, partition: Number(row.home_partition) }));
 }
 
 /** The homes of these conversations (those that have one). */

@@ -41,7 +41,7 @@ import type { PhronomyError } from "../../errors.js";
 import * as leases from "./leases.js";
 import type { Fence } from "./leases.js";
 import * as partitions from "./partitions.js";
-import { homeConversation, type HomeOutcome } from "./homes.js";
+import { homeConversations, type HomeOutcome, type MoveAsked } from "./homes.js";
 import { startTiming } from "../start-timing.js";
 
 /** No partition row has epoch 0 once held (takes start at 1): the fence of
@@ -118,6 +118,18 @@ export class PartitionBook {
   private stopped = false;
   /** Waiting for this process's own tick (`nextTick`). */
   private tickWaiters: (() => void)[] = [];
+
+  /** The moves asked in this event-loop round, sent together (`moveInBatch`). */
+  private readonly movesAsked = new Map<
+    string,
+    {
+      readonly move: MoveAsked;
+      readonly waitMs: number;
+      readonly answer: Promise<HomeOutcome>;
+      resolve(answer: HomeOutcome): void;
+      reject(error: unknown): void;
+    }
+  >();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -215,11 +227,45 @@ export class PartitionBook {
     if (live.length === 0) return undefined;
     const target = live[partitions.partitionOf(agentId, live.length)]!;
     startTiming.phase(agentId, "moving");
-    const answer = await homeConversation(this.pool, agentId, this.owner, target.partition, target.epoch, waitMs);
+    const answer = await this.moveInBatch({ agentId, partition: target.partition, epoch: target.epoch }, waitMs);
     startTiming.phase(agentId, "moved");
     if (answer.outcome !== "refused") this.noteHome(agentId, answer.partition);
     if (answer.outcome === "moved") this.moved.set(agentId, target.epoch);
     return answer;
+  }
+
+  /** The moves asked in one event-loop round leave together, as one
+   * statement (docs/decisions/0113): starts that arrive together go on
+   * together to their preparations, which then share a group commit. One
+   * move of a conversation per batch (a second start of it shares it). */
+  private moveInBatch(move: MoveAsked, waitMs: number): Promise<HomeOutcome> {
+    const same = this.movesAsked.get(move.agentId);
+    if (same !== undefined) return same.answer;
+    let settle!: { resolve: (answer: HomeOutcome) => void; reject: (error: unknown) => void };
+    const answer = new Promise<HomeOutcome>((resolve, reject) => {
+      settle = { resolve, reject };
+    });
+    this.movesAsked.set(move.agentId, { move, waitMs, answer, ...settle });
+    if (this.movesAsked.size === 1) setImmediate(() => this.sendMoves());
+    return answer;
+  }
+
+  private sendMoves(): void {
+    const batch = [...this.movesAsked.values()];
+    this.movesAsked.clear();
+    if (batch.length === 0) return;
+    const waitMs = Math.min(...batch.map((asked) => asked.waitMs));
+    homeConversations(
+      this.pool,
+      this.owner,
+      batch.map((asked) => asked.move),
+      waitMs,
+    ).then(
+      (answers) => batch.forEach((asked, index) => asked.resolve(answers[index]!)),
+      (error: unknown) => {
+        for (const asked of batch) asked.reject(error);
+      },
+    );
   }
 
   /** Joins: reclaims this instance's partitions (instant reclaim), takes its
