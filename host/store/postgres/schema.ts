@@ -44,6 +44,7 @@ import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
 import { indexColumnsBarriersKeep } from "./hot-barriers.js";
 import { createEventSignals } from "./signals.js";
+import { writeFinishedAt } from "./finished-at.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -155,7 +156,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 25: the fence reads homes only in a partition a conversation was moved out of (`moved-out.ts`, docs/decisions/0107);
  *   the prune's and the pages' indexes on columns no barrier writes, so a barrier updates its row in place (`hot-barriers.ts`, 0108).
  * Version 26: one list of a conversation's rows for the move and the prune of homes, and the move reading its
- *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116). */
+ *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116).
+ * Version 27: `finished_at` a plain column written by the terminal commit, not rebuilt per statement (`finished-at.ts`, docs/decisions/0117). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -183,6 +185,7 @@ export const migrations: readonly Migration[] = [
   conversationHomes,
   movedOutAndHotBarriers,
   conversationRows,
+  writeFinishedAt,
 ];
 
 async function conversationRows(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
