@@ -41,11 +41,17 @@ const finishedAtOf = (row: string) => `(CASE WHEN ${row}status = 'terminal' THEN
 /** The name a row's metadata carries, as in `hot-barriers.ts`. */
 const definitionIn = (row: string) => `(${row}metadata::jsonb #>> '{config,definition}')`;
 
-/** Migration 27: `finished_at` a plain column, written by the terminal commit, the insert trigger and a guard on status changes. */
+/** Migration 27, first: `finished_at` a plain column, its values kept (before
+ * the status column's type changes: a generated column's input cannot). */
+export async function finishedAtPlain(client: pg.ClientBase): Promise<void> {
+  await client.query("ALTER TABLE executions ALTER COLUMN finished_at DROP EXPRESSION");
+}
+
+/** Migration 27, last: `finished_at` written by the terminal commit, the
+ * insert trigger and a guard on status changes (after the status column's
+ * type changes: a trigger's WHEN naming a column fixes its type). */
 export async function writeFinishedAt(client: pg.ClientBase): Promise<void> {
   await client.query(`
-    ALTER TABLE executions ALTER COLUMN finished_at DROP EXPRESSION;
-
     -- The search document (migration 18) and, on insert, the definition's name (25) and the finish time.
     CREATE OR REPLACE FUNCTION execution_search_document() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
