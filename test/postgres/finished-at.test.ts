@@ -113,14 +113,15 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
     atEnd(() => after.close());
     expect(await finish(schema, "done-1")).toEqual({ status: "terminal", finished: 80, updated: 80 });
     expect(await finish(schema, "open-1")).toMatchObject({ status: "active", finished: null });
-    const shape = await withClient(async (client) =>
-      (
-        await client.query<{ generated: string; type: string; checks: string }>(
-          `SELECT (SELECT attgenerated FROM pg_attribute WHERE attrelid = '"${schema}".executions'::regclass AND attname = 'finished_at') AS generated,
+    const shape = await withClient(
+      async (client) =>
+        (
+          await client.query<{ generated: string; type: string; checks: string }>(
+            `SELECT (SELECT attgenerated FROM pg_attribute WHERE attrelid = '"${schema}".executions'::regclass AND attname = 'finished_at') AS generated,
                   (SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = '"${schema}".executions'::regclass AND attname = 'status') AS type,
                   (SELECT count(*) FROM pg_constraint WHERE conrelid = '"${schema}".executions'::regclass AND contype = 'c')::text AS checks`,
-        )
-      ).rows[0]!,
+          )
+        ).rows[0]!,
     );
     expect(shape).toMatchObject({ generated: "", checks: "0" });
     expect(shape.type).toMatch(/\.execution_status$/);
