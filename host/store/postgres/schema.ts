@@ -191,7 +191,8 @@ export const migrations: readonly Migration[] = [
   statusAndFinishedAt,
 ];
 
-async function statusAndFinishedAt(client: pg.ClientBase): Promise<void> {
+/** Migration 27 (docs/decisions/0117). */
+export async function statusAndFinishedAt(client: pg.ClientBase): Promise<void> {
   await finishedAtPlain(client);
   await statusAsDomain(client);
   await writeFinishedAt(client);
