@@ -26,10 +26,14 @@ describe("the paging migration (postgres)", () => {
     // migration 25's partition flag and its barrier-kept columns (0107,
     // 0108: migration 5's finish index and migration 1's creation index
     // are rebuilt as they were), migration 26's list of a conversation's
-    // rows (0116)).
+    // rows (0116), migration 27's status domain and finish trigger (0117:
+    // the status CHECK as migration 1 made it)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
+        DROP TRIGGER execution_finished ON executions; DROP FUNCTION execution_finished();
+        ALTER TABLE executions ALTER COLUMN status TYPE text; DROP DOMAIN execution_status;
+        ALTER TABLE executions ADD CONSTRAINT executions_status_check CHECK (status IN ('preparing', 'active', 'suspended', 'terminal'));
         DROP TRIGGER execution_search_insert ON executions; DROP TRIGGER execution_search_update ON executions;
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;

@@ -165,8 +165,9 @@ export function insertStepsSql(base: string): string {
 }
 
 /** The barrier and terminal-commit functions, fenced by agent leases or by
- * partitions (then replacing the former). */
-function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): string {
+ * partitions (then replacing the former); with `finishedAt`, the terminal
+ * commit writes the row's `finished_at` (migration 27, `finished-at.ts`). */
+function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finishedAt = false): string {
   const replace = fencing === "agent" ? "" : "OR REPLACE ";
   const counted = numbering === "counted";
   const declareTop = counted
@@ -217,7 +218,7 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): strin
     BEGIN
       UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
              output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
-             metadata = p_metadata, updated_at = p_at${
+             metadata = p_metadata, updated_at = p_at${finishedAt ? ", finished_at = CASE WHEN p_status = 'terminal' THEN p_at END" : ""}${
                counted
                  ? `,
              ${countedStepsSql}`
@@ -265,6 +266,12 @@ export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
 
 /** The parameters of a replacing preparation after its own (migrations 15
  * and 21): `prepare_execution`'s, at a revision. */
+/** Migration 27 (docs/decisions/0117): the terminal commit writes
+ * `finished_at`, a plain column from then on (`finished-at.ts`). */
+export async function terminalCommitWritesFinishedAt(client: pg.ClientBase): Promise<void> {
+  await client.query(barrierFunctions("partition-locked", "counted", true));
+}
+
 const replacingParameters = `p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
       p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,

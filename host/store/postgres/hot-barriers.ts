@@ -11,7 +11,9 @@
 //
 // * `finished_at`: a stored generated column, `updated_at` while the row
 //   is terminal and NULL otherwise; a barrier (an active row) leaves it
-//   NULL. The prune reads `finished_at` (`prune.ts`).
+//   NULL. The prune reads `finished_at` (`prune.ts`). From migration 27
+//   a plain column its writers keep, not generated (`finished-at.ts`,
+//   decision 0117).
 // * `definition`: the name in `metadata.config.definition`, written when
 //   the row is inserted by the trigger that already computes the search
 //   document (the name never changes: a start's settings are fixed at its

@@ -44,6 +44,8 @@ import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
 import { indexColumnsBarriersKeep } from "./hot-barriers.js";
 import { createEventSignals } from "./signals.js";
+import { finishedAtPlain, writeFinishedAt } from "./finished-at.js";
+import { statusAsDomain } from "./status-domain.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -155,7 +157,10 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 25: the fence reads homes only in a partition a conversation was moved out of (`moved-out.ts`, docs/decisions/0107);
  *   the prune's and the pages' indexes on columns no barrier writes, so a barrier updates its row in place (`hot-barriers.ts`, 0108).
  * Version 26: one list of a conversation's rows for the move and the prune of homes, and the move reading its
- *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116). */
+ *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116).
+ * Version 27: the status a domain, not a table CHECK evaluated on every update (`status-domain.ts`), and `finished_at` a plain
+ *   column written by the terminal commit, not a generated one (`finished-at.ts`): expressions no longer rebuilt for every
+ *   statement that writes executions (docs/decisions/0117). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -183,7 +188,15 @@ export const migrations: readonly Migration[] = [
   conversationHomes,
   movedOutAndHotBarriers,
   conversationRows,
+  statusAndFinishedAt,
 ];
+
+/** Migration 27 (docs/decisions/0117). */
+export async function statusAndFinishedAt(client: pg.ClientBase): Promise<void> {
+  await finishedAtPlain(client);
+  await statusAsDomain(client);
+  await writeFinishedAt(client);
+}
 
 async function conversationRows(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
   if (context === undefined) throw new Error("migration 26 needs the schema name (the fence lock's key)");
