@@ -373,11 +373,18 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     );
     // Every statement either process sends, while the start runs.
     const notifying: string[] = [];
+    // The payloads the owner's notifying statements carry, before the
+    // server folds a transaction's identical notifications into one.
+    const payloads: unknown[] = [];
     const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
     const query = prototype.query;
     prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
       const sql = typeof args[0] === "string" ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text ?? "");
-      if (sql.includes("pg_notify")) notifying.push(sql);
+      if (sql.includes("pg_notify")) {
+        notifying.push(sql);
+        const values = args[1] as unknown[] | undefined;
+        if (Array.isArray(values?.[1])) payloads.push(...values[1]);
+      }
       return query.apply(this, args);
     };
     atEnd(async () => {
@@ -395,13 +402,21 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     const run = support.conversation("customer-1").start("Where is order 42?");
     const executionId = await run.executionId;
     expect(await run.result).toMatchObject({ executionId, outcome: "completed" });
-    prototype.query = query;
     // The preparation, four barriers and the terminal commit: each told.
+    // Tells that wait together leave in one statement, and PostgreSQL
+    // delivers a transaction's identical notifications once: the filer
+    // hears at least one, the owner sent one for every write.
     await eventually(
-      () => told.filter((id) => id === executionId).length,
+      () => payloads.filter((payload) => payload === executionId).length,
       (count) => count >= 6,
       "every write of the start is told to the filer",
     );
+    await eventually(
+      () => told.includes(executionId),
+      (heard) => heard,
+      "the filer hears its start's writes",
+    );
+    prototype.query = query;
     // (A settlement's statement names pg_notify for a refused start only,
     // as 0047 left it: this one was applied.)
     const unflushed = notifying.filter((sql) => sql.includes("set_config('synchronous_commit', 'off', true)"));
