@@ -536,7 +536,10 @@ export class PostgresStore implements ExecutionStore {
       // that no append describes: it is read again (docs/decisions/0070).
       if (journal !== undefined && operation.type === "prepareExecution" && operation.replaceFrom !== undefined) this.journalTails.drop(journal.agentId);
       else if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
-      return firstOfAgent ? { ...(statement.value as PrepareExecutionResult), firstOfAgent: true } : statement.value;
+      // Said of an active execution only, as the SQLite store does (a
+      // blocked input, stored terminal, is never run).
+      const prepared = statement.value as PrepareExecutionResult;
+      return firstOfAgent && prepared.outcome === "active" ? { ...prepared, firstOfAgent: true } : statement.value;
     }
     try {
       return await explain();

@@ -64,7 +64,12 @@ describe("a conversation's first preparation (postgres)", () => {
       firstBarrierRevision: 2,
       firstOfAgent: true,
     });
-    await store.run(prepare("b1", "blocked", { blockedBy: { code: "INPUT_BLOCKED", message: "no" } }));
+    // A blocked input, stored terminal, is never run: nothing said of it.
+    expect(await store.run(prepare("b1", "blocked", { blockedBy: { code: "INPUT_BLOCKED", message: "no" } }))).toEqual({
+      outcome: "terminal",
+      revision: 1,
+      error: { code: "INPUT_BLOCKED", message: "no" },
+    });
     expect(await store.run(prepare("b2", "blocked"))).toEqual({ outcome: "active", revision: 1 });
     // Refused (the id is taken): nothing said, the root's revision unchanged.
     expect(await store.run(prepare("e1", "fresh"))).toMatchObject({ outcome: "not_established" });
