@@ -83,7 +83,9 @@ describe("a conversation's first preparation (postgres)", () => {
     // Migration 28 taken back.
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
-      await client.query(`DROP FUNCTION prepare_execution_reporting_first; UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`);
+      await client.query(
+        `DROP FUNCTION prepare_execution_reporting_first; UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`,
+      );
     });
     expect(migrations.indexOf(createPrepareReportingFirst)).toBe(migrations.length - 1);
     const after = await PostgresStore.open(postgresUrl, { schema });

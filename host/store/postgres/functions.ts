@@ -133,8 +133,12 @@ function prepareExecutionFunction(
             ? `EXISTS (
           SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())`
             : fenceHeld(fencing, "p_agent_id", true)
-        })${reportsFirst ? `
-      RETURNING revision INTO root_revision` : ""};
+        })${
+          reportsFirst
+            ? `
+      RETURNING revision INTO root_revision`
+            : ""
+        };
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                               error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""})
@@ -152,7 +156,6 @@ function prepareExecutionFunction(
     END $$;
 `;
 }
-
 
 /** How the write functions check a fence: the agent's lease (migrations
  * 3–8, docs/decisions/0010), its partition's read without a lock
