@@ -88,6 +88,7 @@ import { flagPartitionsMovedOut } from "./postgres/moved-out.js";
 import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
+import { preparedFirst } from "./postgres/functions.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
@@ -99,6 +100,7 @@ import type {
   Json,
   PurgeAgentResult,
   PrepareExecutionOperation,
+  PrepareExecutionResult,
   StoreOperation,
   StoreResult,
   StoredStep,
@@ -494,13 +496,17 @@ export class PostgresStore implements ExecutionStore {
     const filer = this.filerChannels.get(executionId);
     const sql = statement.sql;
     let applied: boolean;
+    /** The preparation was the agent's first (migration 28, decision 0118). */
+    let firstOfAgent = false;
     const partition = this.leaseBook.partitionOf(agentId);
     const preparing = operation.type === "prepareExecution";
     if (preparing) this.preparing.set(partition, (this.preparing.get(partition) ?? 0) + 1);
     const terminal = operation.type === "terminalCommit";
     if (preparing || terminal) startTiming.phase(agentId, preparing ? "preparing" : "terminating");
     try {
-      applied = await this.submitConnected(sql, partition);
+      const answer = await this.submitConnected(sql, partition);
+      applied = answer >= 1;
+      firstOfAgent = preparing && answer === preparedFirst;
       if (applied && (preparing || terminal)) startTiming.phase(agentId, preparing ? "prepared" : "terminated");
     } catch (error) {
       // Its records may have been written (read back, or not known): the
@@ -530,7 +536,10 @@ export class PostgresStore implements ExecutionStore {
       // that no append describes: it is read again (docs/decisions/0070).
       if (journal !== undefined && operation.type === "prepareExecution" && operation.replaceFrom !== undefined) this.journalTails.drop(journal.agentId);
       else if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
-      return statement.value;
+      // Said of an active execution only, as the SQLite store does (a
+      // blocked input, stored terminal, is never run).
+      const prepared = statement.value as PrepareExecutionResult;
+      return firstOfAgent && prepared.outcome === "active" ? { ...prepared, firstOfAgent: true } : statement.value;
     }
     try {
       return await explain();
@@ -543,7 +552,7 @@ export class PostgresStore implements ExecutionStore {
    * had (nothing was sent: the server's connection limit, a restart, the
    * pool's wait), `notConnectedRetriesMax` times over ≈ 1.5 s, so a
    * moment's overload does not fail a run (docs/decisions/0055). */
-  private async submitConnected(sql: string, partition: number): Promise<boolean> {
+  private async submitConnected(sql: string, partition: number): Promise<number> {
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.groups.submit(sql, partition);

@@ -86,7 +86,7 @@ async function setUp(): Promise<{ schema: string; store: PostgresStore; name: st
   await withClient((client) => installWriteLedger(client, schema));
   await store.ensureAgent("support", 1);
   await store.acquireLease("support");
-  expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+  expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
   return { schema, store, name, partition: store.partitionOf("support") };
 }
 

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { migrations, statusAndFinishedAt } from "../../host/store/postgres/schema.js";
+import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
 import { approvalCommit, prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
@@ -96,10 +97,12 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
     await before.run(terminalCommit("done-1", 1, { at: 80 }));
     await before.run(prepare("open-1", "support"));
     await before.close();
-    // Migration 27 taken back: the generated column and the table CHECK as migrations 25 and 1 made them.
+    // Migrations 27 and 28 taken back: the generated column and the table
+    // CHECK as migrations 25 and 1 made them, no reporting preparation (0118).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
+        DROP FUNCTION prepare_execution_reporting_first;
         DROP TRIGGER execution_finished ON executions; DROP FUNCTION execution_finished();
         ALTER TABLE executions ALTER COLUMN status TYPE text; DROP DOMAIN execution_status;
         ALTER TABLE executions ADD CONSTRAINT executions_status_check CHECK (status IN ('preparing', 'active', 'suspended', 'terminal'));
@@ -108,7 +111,7 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
         CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;
         UPDATE store_version SET version = ${migrations.indexOf(statusAndFinishedAt)}`);
     });
-    expect(migrations.indexOf(statusAndFinishedAt)).toBe(migrations.length - 1);
+    expect(migrations.slice(migrations.indexOf(statusAndFinishedAt) + 1)).toEqual([createPrepareReportingFirst]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await finish(schema, "done-1")).toEqual({ status: "terminal", finished: 80, updated: 80 });

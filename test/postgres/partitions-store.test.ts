@@ -95,7 +95,7 @@ describe("PostgresStore partitions", () => {
     const busy = await second.run(prepare("e2"));
     expect(busy).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY", details: { reason: "lease_not_held", owner: first.leaseOwner } } });
     expect(await second.getExecution("e2")).toBeUndefined();
-    expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
 
     // Renewals keep the partition past its lease: once the database's
     // clock is past the expiry of the first grant, it is still held at epoch 1.
@@ -127,7 +127,7 @@ describe("PostgresStore partitions", () => {
     const store = await open(schema);
     await store.ensureAgent("support", 1);
     await store.acquireLease("support");
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     await withClient((client) =>
       client.query(
         `UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of('support')`,
@@ -160,7 +160,7 @@ describe("PostgresStore partitions", () => {
     const other = await open(schema);
     await owner.ensureAgent("support", 1);
     await owner.acquireLease("support");
-    expect(await owner.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await owner.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     await other.acquireLease("support");
     expect(other.fenceOf("support")).toEqual({ owner: other.leaseOwner, epoch: 0 });
     await expect(

@@ -53,7 +53,7 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     // The heads whose preparation is cut on its way (one at least).
     const cut = ids.filter(() => random() < 0.5);
     if (cut.length === 0) cut.push(ids[Math.floor(random() * ids.length)]!);
-    const cuts = cut.map((id) => proxy.cutWhen((text) => text.includes(`prepare_execution('${id}'`)));
+    const cuts = cut.map((id) => proxy.cutWhen((text) => text.includes(`prepare_execution_reporting_first('${id}'`)));
     gate.resolve();
     const ends = await endsOf([first, ...runs]);
     await Promise.all(cuts);
@@ -90,7 +90,7 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     const inputs = ["m1", "m2", "m3"];
     const runs = inputs.map((input) => agent.start(input));
     const ids = await Promise.all(runs.map((run) => run.executionId));
-    const cut = proxy.cutWhen((text) => text.includes(`prepare_execution('${ids[0]!}'`), { down: true });
+    const cut = proxy.cutWhen((text) => text.includes(`prepare_execution_reporting_first('${ids[0]!}'`), { down: true });
     gate.resolve();
     await cut;
     // Down long enough for the read-back to fail (it is not retried).
@@ -114,7 +114,7 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     const inputs = ["m1", "m2", "m3"];
     const runs = inputs.map((input) => agent.start(input));
     const ids = await Promise.all(runs.map((run) => run.executionId));
-    const cut = proxy.cutWhen((text) => text.includes(`prepare_execution('${ids[0]!}'`), { forward: true, down: true });
+    const cut = proxy.cutWhen((text) => text.includes(`prepare_execution_reporting_first('${ids[0]!}'`), { forward: true, down: true });
     gate.resolve();
     await cut;
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -102,7 +102,7 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     // The store holds every partition (alone): the agent's at epoch 1.
     expect(await store.acquireLease("support")).toMatchObject({ acquired: true, epoch: 1 });
     expect(store.fenceOf("support")).toEqual({ owner: store.leaseOwner, epoch: 1 });
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
     await withClient((client) =>
       client.query(
@@ -126,7 +126,7 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     const store = await open(schema);
     await store.ensureAgent("support", 1);
     await store.acquireLease("support");
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     const pool = (store as unknown as { pool: { connect: () => Promise<unknown> } }).pool;
     const connect = pool.connect.bind(pool);
     let refusals = 2;
@@ -145,7 +145,7 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     const store = await open(schema);
     await store.ensureAgent("support", 1);
     await store.acquireLease("support");
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     // Another process holds the partition at epoch 2, and this one is
     // about to hold it at epoch 3: its writes carry epoch 1 (built before
     // the retake was noted) and are explained after it.

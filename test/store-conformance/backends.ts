@@ -71,7 +71,8 @@ function rawPostgres(store: ExecutionStore, sql: string, values: unknown[] = [])
 
 export const postgresBackend: Backend = {
   name: "postgres",
-  reportsFirstOfAgent: false,
+  // Since migration 28 (docs/decisions/0118).
+  reportsFirstOfAgent: true,
   open: () => openPostgres(freshSchema()),
   reopen: (store) => openPostgres(schemaOf.get(store) ?? "missing"),
   async corruptUsage(store, executionId) {

@@ -27,10 +27,12 @@ describe("the paging migration (postgres)", () => {
     // 0108: migration 5's finish index and migration 1's creation index
     // are rebuilt as they were), migration 26's list of a conversation's
     // rows (0116), migration 27's status domain and finish trigger (0117:
-    // the status CHECK as migration 1 made it)).
+    // the status CHECK as migration 1 made it), migration 28's reporting
+    // preparation (0118)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
+        DROP FUNCTION prepare_execution_reporting_first;
         DROP TRIGGER execution_finished ON executions; DROP FUNCTION execution_finished();
         ALTER TABLE executions ALTER COLUMN status TYPE text; DROP DOMAIN execution_status;
         ALTER TABLE executions ADD CONSTRAINT executions_status_check CHECK (status IN ('preparing', 'active', 'suspended', 'terminal'));

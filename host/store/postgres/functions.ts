@@ -74,25 +74,50 @@ export async function replacePrepareWithRoot(client: pg.ClientBase): Promise<voi
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true));
 }
 
+/** A root's revision after its first preparation, the rule of the SQLite
+ * store (`sqlite/operations.ts`): a root is written at revision 1 (an
+ * enqueue, `ensureAgent`, a close, or the preparation's own insert just
+ * before its admission), only an admission or a close raises it, by one,
+ * and a closed root admits nothing; an undone admission (the id taken
+ * concurrently) lowers it again. An open root at 2 right after its
+ * admission was never prepared on before: no execution wrote to its
+ * journal (docs/decisions/0067, 0118). */
+const firstPreparedRootRevision = 2;
+
+/** What `prepare_execution_reporting_first` returns when it applied as the
+ * agent's first preparation (1 otherwise, 0 refused). */
+export const preparedFirst = 2;
+
 /** `prepare_execution`: admission (the agent root's revision bumped while it
  * is open, the id unused and the lease held unexpired) and the execution
  * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
- * (migration 4's overload). The body is written once for both. */
+ * (migration 4's overload). The body is written once for both, and for
+ * migration 28's `prepare_execution_reporting_first` (`reportsFirst`),
+ * which returns 2, not 1, when the root's revision after its admission is
+ * `firstPreparedRootRevision`: the agent's first preparation. */
 function prepareExecutionFunction(
   extraParameters: string,
   revision: string,
   writesRoot = false,
   fencing: Fencing = "agent",
   numbering: Numbering = "max",
+  reportsFirst = false,
 ): string {
   const counted = numbering === "counted";
+  const name = reportsFirst ? "prepare_execution_reporting_first" : "prepare_execution";
   return `
-    CREATE ${writesRoot ? "OR REPLACE " : ""}FUNCTION prepare_execution(
+    CREATE ${writesRoot && !reportsFirst ? "OR REPLACE " : ""}FUNCTION ${name}(
       p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
       p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
       p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[]${extraParameters})
-    RETURNS integer LANGUAGE plpgsql AS $$
+    RETURNS integer LANGUAGE plpgsql AS $$${
+      reportsFirst
+        ? `
+    DECLARE
+      root_revision bigint;`
+        : ""
+    }
     BEGIN${
       writesRoot
         ? `
@@ -108,7 +133,12 @@ function prepareExecutionFunction(
             ? `EXISTS (
           SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())`
             : fenceHeld(fencing, "p_agent_id", true)
-        });
+        })${
+          reportsFirst
+            ? `
+      RETURNING revision INTO root_revision`
+            : ""
+        };
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                               error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""})
@@ -122,7 +152,7 @@ function prepareExecutionFunction(
       END IF;
       ${counted ? insertStepsSql("0") : "PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);"}
       PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
-      RETURN 1;
+      RETURN ${reportsFirst ? `CASE WHEN root_revision = ${firstPreparedRootRevision} THEN ${preparedFirst} ELSE 1 END` : "1"};
     END $$;
 `;
 }
@@ -264,14 +294,27 @@ export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted"));
 }
 
-/** The parameters of a replacing preparation after its own (migrations 15
- * and 21): `prepare_execution`'s, at a revision. */
 /** Migration 27 (docs/decisions/0117): the terminal commit writes
  * `finished_at`, a plain column from then on (`finished-at.ts`). */
 export async function terminalCommitWritesFinishedAt(client: pg.ClientBase): Promise<void> {
   await client.query(barrierFunctions("partition-locked", "counted", true));
 }
 
+/** Migration 28 (docs/decisions/0118): `prepare_execution_reporting_first`,
+ * migration 14's revision-taking `prepare_execution` that returns 2 when it
+ * applied as the agent's first preparation (1 otherwise, 0 refused), so the
+ * store says `firstOfAgent` and the runtime reads no journal before the
+ * first model call of a new conversation. A new function, not the old one
+ * replaced: a process of the version before, running beside a migrated
+ * schema, reads anything but 1 as a refusal, and both `prepare_execution`
+ * overloads stay as they were for it. This version calls only the new one
+ * (with the revision, 1 or 2). */
+export async function createPrepareReportingFirst(client: pg.ClientBase): Promise<void> {
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted", true));
+}
+
+/** The parameters of a replacing preparation after its own (migrations 15
+ * and 21): `prepare_execution`'s, at a revision. */
 const replacingParameters = `p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
       p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,

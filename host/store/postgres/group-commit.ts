@@ -12,7 +12,7 @@
 //   next event-loop round after its first statement arrived (never a
 //   microtask: see docs/decisions/0006), so statements submitted together
 //   leave together.
-// * A statement reports whether it applied; a refusal (the compare-and-set
+// * A statement reports whether it applied (and how, `submit`); a refusal (the compare-and-set
 //   matched no row) is not an error and does not disturb its group-mates.
 // * A statement that fails (a constraint, a deadlock) aborts its whole
 //   group, which wrote nothing then; each member is sent again alone, so
@@ -55,7 +55,7 @@ export class NotConnected extends Error {
 interface Member {
   readonly sql: string;
   readonly order: number;
-  readonly resolve: (applied: boolean) => void;
+  readonly resolve: (applied: number) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -76,11 +76,13 @@ export class GroupCommit {
     private readonly statementsMax = statementsMaxDefault,
   ) {}
 
-  /** Resolves true when the statement applied (its group committed), false
-   * when it was refused (it wrote nothing); rejects with the statement's
-   * error, with `ConnectionLost`, or with `NotConnected` (nothing sent). */
-  submit(sql: string, order = 0): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
+  /** Resolves with the statement's `applied` column once its group
+   * committed: 0 when it was refused (it wrote nothing), more when it
+   * applied (1, or a preparation's 2: the agent's first, `functions.ts`);
+   * rejects with the statement's error, with `ConnectionLost`, or with
+   * `NotConnected` (nothing sent). */
+  submit(sql: string, order = 0): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       this.waiting.push({ sql, order, resolve, reject });
       this.schedule();
     });
@@ -158,8 +160,7 @@ export class GroupCommit {
     }
     client.release();
     members.forEach((member, index) => {
-      const applied = Number((results[index]?.rows[0] as { applied?: unknown } | undefined)?.applied ?? 0);
-      member.resolve(applied === 1);
+      member.resolve(Number((results[index]?.rows[0] as { applied?: unknown } | undefined)?.applied ?? 0));
     });
   }
 }

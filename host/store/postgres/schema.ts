@@ -22,6 +22,7 @@ import {
   countStepsOnTheRow,
   createPrepareAtRevision,
   createPrepareReplacing,
+  createPrepareReportingFirst,
   createPrepareReplacingDecided,
   createWriteFunctions,
   dropPrepareReplacing,
@@ -160,7 +161,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  *   partition's flag under that partition's fence lock, so the prune may clear it (`homes-rows.ts`, docs/decisions/0116).
  * Version 27: the status a domain, not a table CHECK evaluated on every update (`status-domain.ts`), and `finished_at` a plain
  *   column written by the terminal commit, not a generated one (`finished-at.ts`): expressions no longer rebuilt for every
- *   statement that writes executions (docs/decisions/0117). */
+ *   statement that writes executions (docs/decisions/0117).
+ * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -189,6 +191,7 @@ export const migrations: readonly Migration[] = [
   movedOutAndHotBarriers,
   conversationRows,
   statusAndFinishedAt,
+  createPrepareReportingFirst,
 ];
 
 /** Migration 27 (docs/decisions/0117). */

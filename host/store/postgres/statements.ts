@@ -93,11 +93,14 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
   if (barrier !== undefined) steps.push(barrierStep(barrier, revision));
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
-  // A replacing preparation always names its revision: the function has
+  // Every preparation names its revision: a replacing one's function has
   // one signature (migrations 15 and 21), the revision-taking one, and
-  // carries the core's verdicts (docs/decisions/0087).
+  // carries the core's verdicts (docs/decisions/0087); any other's
+  // (migration 28) says 2 when it was the agent's first (0118). A
+  // replacing preparation is never the first: what it replaces is an
+  // earlier execution's.
   const replacing = operation.replaceFrom !== undefined && !blocked;
-  const sql = `SELECT ${replacing ? `prepare_execution_replacing_decided(${verdictsArgument(operation.replaceVerdicts ?? [])}, ${text(operation.replaceFrom!)}, ` : "prepare_execution("}${[
+  const sql = `SELECT ${replacing ? `prepare_execution_replacing_decided(${verdictsArgument(operation.replaceVerdicts ?? [])}, ${text(operation.replaceFrom!)}, ` : "prepare_execution_reporting_first("}${[
     text(operation.executionId),
     text(operation.agentId),
     text(blocked ? "terminal" : "active"),
@@ -113,7 +116,7 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     ...stepArguments(steps),
     text(writeId),
     ...journalArguments(journal),
-    ...(barrier === undefined && !replacing ? [] : [String(revision)]),
+    String(revision),
   ].join(", ")}) AS applied`;
   return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
 }
@@ -124,7 +127,8 @@ function verdictsArgument(verdicts: readonly number[]): string {
   return `ARRAY[${verdicts.map((verdict) => String(Math.trunc(verdict))).join(", ")}]::integer[]`;
 }
 
-/** What a committed preparation returns (also rebuilt after a lost connection). */
+/** What a committed preparation returns (also rebuilt after a lost
+ * connection, without `firstOfAgent`: the runtime then reads the journal). */
 export function preparedValue(operation: PrepareExecutionOperation): PrepareExecutionResult {
   if (operation.blockedBy !== undefined) return { outcome: "terminal", revision: 1, error: operation.blockedBy };
   return operation.firstBarrier === undefined ? { outcome: "active", revision: 1 } : { outcome: "active", revision: 1, firstBarrierRevision };
