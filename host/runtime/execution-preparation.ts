@@ -8,10 +8,10 @@ import { randomUUID } from "node:crypto";
 import { MessageKind as M, PreparationOutcome, Submission } from "../../assembly/abi.js";
 import type { Json, JournalRecord, StoredError } from "../store/records.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
-import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./options.js";
+import { guardrailFailedMessage, type CheckedVerdict } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { asPhronomyError } from "./session.js";
-import { persistedInput, redactedStartInput } from "./start-input.js";
+import { inputVerdictOf, persistedInput, redactedStartInput } from "./start-input.js";
 import { configOfStartCallSettings } from "./start-call-settings.js";
 
 /** Effect SubmitPrepare: the execution's first row (with its first barrier),
@@ -22,9 +22,7 @@ export function submitPrepare(calls: CoordinatorCalls, agent: AgentEntry, reques
   const executionId = request.executionId ?? randomUUID();
   request.executionId = executionId;
   // A guardrail that throws blocks (decision 0056): the run fails, durably.
-  // Asked once per request: a start prepared again (placed again, 0112)
-  // keeps the verdict its input was given (docs/decisions/0116).
-  const verdict = (request.inputVerdict ??= checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input));
+  const verdict = inputVerdictOf(request, agent);
   const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
   const input = filtered.input;
   request.filteredInput = input;

@@ -9,11 +9,10 @@ import { randomUUID } from "node:crypto";
 import { QUEUE_LIMIT_DEFAULT, type EnqueueMessageResult } from "../store/queue.js";
 import { configOf } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
-import { checkWithGuardrail } from "./options.js";
 import type { AgentEntry, ExecutionEntry, StartRequest } from "./requests.js";
 import type { Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
-import { persistedInput, redactedStartInput } from "./start-input.js";
+import { inputVerdictOf, persistedInput, redactedStartInput } from "./start-input.js";
 import { cancelQueued } from "./queue-cancel.js";
 import { messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq, unknownAhead } from "./queue-order.js";
@@ -56,9 +55,8 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
   // The input guardrail's redaction applies before the input is stored;
   // a block (or a guardrail that fails: docs/decisions/0056) is decided
   // when the message is started, which writes it terminal INPUT_BLOCKED.
-  // Asked once: the verdict is kept with the request (a start placed again,
-  // 0112, then queued) and the item, whose start reads it (0116).
-  const verdict = (request.inputVerdict ??= checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input));
+  // Kept with the item too, whose start reads it (docs/decisions/0116).
+  const verdict = inputVerdictOf(request, agent);
   const input = persistedInput(verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request);
   // A start that names its id (an idempotency key, a start filed by
   // another process, docs/decisions/0031) is queued under it.

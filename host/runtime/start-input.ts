@@ -9,6 +9,8 @@ import { InvalidInputError } from "../errors.js";
 import { isConversationMessage, type ConversationMessage } from "../agent/messages.js";
 import { inputMessagesOf } from "../agent/model-messages.js";
 import type { Json } from "../store/records.js";
+import { checkWithGuardrail, type CheckedVerdict } from "./options.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
 
 /** Inputs longer than this are refused: a prompt is not a file upload. */
 export const INPUT_LENGTH_MAX = 1_000_000;
@@ -20,6 +22,14 @@ export interface StartInput {
   readonly input: string;
   /** The input's messages, when it was given as messages. */
   readonly inputMessages?: ConversationMessage[];
+}
+
+/** The start's input guardrail verdict (the start's own guardrail, else
+ * its agent's), asked once per request and kept with it: a start prepared
+ * again (placed again, docs/decisions/0112) or queued after a refused
+ * preparation reads it instead of asking again (docs/decisions/0116). */
+export function inputVerdictOf(request: StartRequest, agent: AgentEntry): CheckedVerdict {
+  return (request.inputVerdict ??= checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input));
 }
 
 /** Checks and converts what `agent.start` was given. */

@@ -89,6 +89,7 @@ import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { preparedFirst } from "./postgres/functions.js";
+import { setNewest } from "./newest.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
@@ -678,15 +679,13 @@ export class PostgresStore implements ExecutionStore {
 
   /** A suspended row read, kept for the approval commit that follows. */
   private rememberSuspended(row: ExecutionRow): void {
-    this.suspendedRows.delete(row.executionId);
-    if (this.suspendedRows.size >= suspendedRowsMax) this.suspendedRows.delete(this.suspendedRows.keys().next().value!);
     // Copies: the caller may change the row it was given.
-    this.suspendedRows.set(row.executionId, {
-      agentId: row.agentId,
-      revision: row.revision,
-      metadata: structuredClone(row.metadata),
-      approvalRequest: structuredClone(row.approvalRequest),
-    });
+    setNewest(
+      this.suspendedRows,
+      row.executionId,
+      { agentId: row.agentId, revision: row.revision, metadata: structuredClone(row.metadata), approvalRequest: structuredClone(row.approvalRequest) },
+      suspendedRowsMax,
+    );
   }
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
@@ -1165,9 +1164,7 @@ export class PostgresStore implements ExecutionStore {
   private readonly filerChannels = new Map<string, string>();
 
   private rememberFiler(executionId: string, channel: string): void {
-    this.filerChannels.delete(executionId);
-    if (this.filerChannels.size >= filerChannelsMax) this.filerChannels.delete(this.filerChannels.keys().next().value!);
-    this.filerChannels.set(executionId, channel);
+    setNewest(this.filerChannels, executionId, channel, filerChannelsMax);
   }
 
   /** Whether this store's filer hears its starts move (its listener is up):

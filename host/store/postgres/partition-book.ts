@@ -43,6 +43,7 @@ import type { Fence } from "./leases.js";
 import * as partitions from "./partitions.js";
 import { homeConversations, type HomeOutcome, type MoveAsked } from "./homes.js";
 import { startTiming } from "../start-timing.js";
+import { setNewest } from "../newest.js";
 
 /** No partition row has epoch 0 once held (takes start at 1): the fence of
  * an agent asked for whose partition was never held here. */
@@ -180,8 +181,7 @@ export class PartitionBook {
     const known = this.naturalPartitions.get(agentId);
     if (known !== undefined) return known;
     const partition = partitions.partitionOf(agentId, this.count);
-    if (this.naturalPartitions.size >= naturalPartitionsMax) this.naturalPartitions.delete(this.naturalPartitions.keys().next().value!);
-    this.naturalPartitions.set(agentId, partition);
+    setNewest(this.naturalPartitions, agentId, partition, naturalPartitionsMax);
     return partition;
   }
 
