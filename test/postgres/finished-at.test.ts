@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { migrations, statusAndFinishedAt } from "../../host/store/postgres/schema.js";
+import { undoReportingFirstAndStatusDomain } from "./fixtures/rewind.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
 import { approvalCommit, prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
@@ -102,10 +103,7 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
-        DROP FUNCTION prepare_execution_reporting_first;
-        DROP TRIGGER execution_finished ON executions; DROP FUNCTION execution_finished();
-        ALTER TABLE executions ALTER COLUMN status TYPE text; DROP DOMAIN execution_status;
-        ALTER TABLE executions ADD CONSTRAINT executions_status_check CHECK (status IN ('preparing', 'active', 'suspended', 'terminal'));
+        ${undoReportingFirstAndStatusDomain}
         DROP INDEX executions_finished; ALTER TABLE executions DROP COLUMN finished_at;
         ALTER TABLE executions ADD COLUMN finished_at bigint GENERATED ALWAYS AS (CASE WHEN status = 'terminal' THEN updated_at END) STORED;
         CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;

@@ -6,6 +6,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { migrations } from "../../host/store/postgres/schema.js";
 import { createExecutionPages, searchRecentRows } from "../../host/store/postgres/pages.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "../postgres/database.js";
+import { undoReportingFirstAndStatusDomain } from "../postgres/fixtures/rewind.js";
 import { prepare } from "../store/fixtures.js";
 import { postgresBackend } from "./backends.js";
 import { definePagesSuite } from "./pages-suite.js";
@@ -32,10 +33,7 @@ describe("the paging migration (postgres)", () => {
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
-        DROP FUNCTION prepare_execution_reporting_first;
-        DROP TRIGGER execution_finished ON executions; DROP FUNCTION execution_finished();
-        ALTER TABLE executions ALTER COLUMN status TYPE text; DROP DOMAIN execution_status;
-        ALTER TABLE executions ADD CONSTRAINT executions_status_check CHECK (status IN ('preparing', 'active', 'suspended', 'terminal'));
+        ${undoReportingFirstAndStatusDomain}
         DROP TRIGGER execution_search_insert ON executions; DROP TRIGGER execution_search_update ON executions;
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
