@@ -2,7 +2,8 @@
 // terminal commit write the search document (the preparation also the
 // definition's name and `finished_at`) themselves, and the row triggers run
 // only for the writes that did not — the same columns after every write;
-// and new pages of `executions` keep half their room for barriers.
+// their journal records are inserted inline, not by `append_journal`; and
+// new pages of `executions` keep half their room for barriers.
 
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -30,7 +31,7 @@ async function documents(schema: string): Promise<{ id: string; document: boolea
 }
 
 describe("search documents written by the run's writes (PostgreSQL, migration 29)", () => {
-  it("the preparation and the terminal commit call no trigger function; other writers still get the trigger's columns", async () => {
+  it("the preparation and the terminal commit call no trigger function nor append_journal; other writers still get the trigger's columns", async () => {
     const schema = freshSchema();
     const store = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => store.close());
@@ -39,11 +40,9 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
     atEnd(async () => client.release());
     // Calls of the trigger function in this client's transaction (superuser: the test database's).
     await client.query("SET track_functions = 'pl'");
-    const triggerCalls = async () =>
-      Number(
-        (await client.query<{ calls: string }>("SELECT coalesce(pg_stat_get_xact_function_calls('execution_search_document'::regproc), 0) AS calls")).rows[0]!
-          .calls,
-      );
+    const calls = async (name: string) =>
+      Number((await client.query<{ calls: string }>("SELECT coalesce(pg_stat_get_xact_function_calls($1::regproc), 0) AS calls", [name])).rows[0]!.calls);
+    const triggerCalls = () => calls("execution_search_document");
     const write = async (operation: CompareAndSetOperation) => {
       const known = await readKnownRow(client, operation);
       const statement = compareAndSetStatement(operation, known, undefined, `w-${operation.type}-${operation.expectedRevision}`);
@@ -60,6 +59,11 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
     await write(toolBarrier("e-1", 2));
     await write(terminalCommit("e-1", 3, { output: "It ships in blue" }));
     expect(await triggerCalls()).toBe(0);
+    // The journal's records inserted inline too (the nested call gone), in their order.
+    expect(await calls("append_journal")).toBe(0);
+    expect((await client.query<{ role: string }>("SELECT role FROM journal WHERE execution_id = 'e-1' ORDER BY position")).rows.map((row) => row.role)).toEqual(
+      ["user", "assistant"],
+    );
     // What a process of version 28 sends for a preparation: the insert trigger writes the three columns.
     const old = prepareStatement(prepare("o-1", "support", { input: "A red scarf", config: { definition: "shop" } }), undefined, randomUUID()).sql.replace(
       "prepare_execution_reporting_first(",

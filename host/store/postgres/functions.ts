@@ -154,7 +154,7 @@ function prepareExecutionFunction(
         RETURN 0;
       END IF;
       ${counted ? insertStepsSql("0") : "PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);"}
-      PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      ${documents ? insertJournalSql("p_agent_id") : "PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);"}
       RETURN ${reportsFirst ? `CASE WHEN root_revision = ${firstPreparedRootRevision} THEN ${preparedFirst} ELSE 1 END` : "1"};
     END $$;
 `;
@@ -195,6 +195,18 @@ export function insertStepsSql(base: string): string {
       SELECT p_execution_id, ${base} + step.ordinal, step.kind, step.at, step.payload,
              CASE WHEN step.ordinal = cardinality(p_kinds) THEN p_write_id END
       FROM unnest(p_kinds, p_ats, p_payloads) WITH ORDINALITY AS step(kind, at, payload, ordinal);`;
+}
+
+/** `append_journal`'s insert of the `p_journal_*` records for `agent`, inline
+ * (migration 29, docs/decisions/0120): no nested PL/pgSQL call; no insert
+ * started for a write without records (a suspension). */
+function insertJournalSql(agent: string): string {
+  return `IF cardinality(p_journal_roles) > 0 THEN
+        INSERT INTO journal (agent_id, execution_id, role, content, at)
+        SELECT ${agent}, record.execution_id, record.role, record.content, record.at
+        FROM unnest(p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats) WITH ORDINALITY AS record(execution_id, role, content, at, ordinal)
+        ORDER BY record.ordinal;
+      END IF;`;
 }
 
 /** The barrier and terminal-commit functions, fenced by agent leases or by
@@ -264,7 +276,7 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finish
       RETURNING agent_id${counted ? ", last_seq" : ""} INTO owner_agent${counted ? ", top" : ""};
       IF NOT FOUND THEN RETURN 0; END IF;
       ${counted ? insertStepsSql("top - cardinality(p_kinds)") : "PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);"}
-      PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      ${searchInline ? insertJournalSql("owner_agent") : "PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);"}
       RETURN 1;
     END $$;
 `;
@@ -308,7 +320,8 @@ export async function terminalCommitWritesFinishedAt(client: pg.ClientBase): Pro
 /** Migration 29 (docs/decisions/0120, `search-inline.ts`): the terminal
  * commit and the reporting preparation write the search document (and the
  * preparation the definition's name and `finished_at`) in their own
- * statement, so the row triggers that would compute them are not called. */
+ * statement, so the row triggers that would compute them are not called;
+ * and their journal records inline, not through `append_journal`. */
 export async function writeDocumentsInline(client: pg.ClientBase): Promise<void> {
   await client.query(barrierFunctions("partition-locked", "counted", true, true));
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted", true, true));
