@@ -19,6 +19,7 @@
 import type pg from "pg";
 import { ReplaceFact, ReplaceVerdict } from "../../../assembly/abi.js";
 import { fenceHeldSql, partitionHeldSql } from "./partitions.js";
+import { insertedDocuments, terminalDocument } from "./search-inline.js";
 
 export async function createWriteFunctions(client: pg.ClientBase): Promise<void> {
   await client.query(`
@@ -102,11 +103,13 @@ function prepareExecutionFunction(
   fencing: Fencing = "agent",
   numbering: Numbering = "max",
   reportsFirst = false,
+  documents = false,
 ): string {
   const counted = numbering === "counted";
+  const inline = documents ? insertedDocuments : undefined;
   const name = reportsFirst ? "prepare_execution_reporting_first" : "prepare_execution";
   return `
-    CREATE ${writesRoot && !reportsFirst ? "OR REPLACE " : ""}FUNCTION ${name}(
+    CREATE ${writesRoot && (!reportsFirst || documents) ? "OR REPLACE " : ""}FUNCTION ${name}(
       p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
       p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
@@ -141,9 +144,9 @@ function prepareExecutionFunction(
         };
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
-                              error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""})
+                              error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""}${inline === undefined ? "" : `, ${inline.columns}`})
       VALUES (p_execution_id, p_agent_id, ${revision}, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, 'null',
-              p_error, p_usage, 'null', p_at, p_at${counted ? ", cardinality(p_kinds)" : ""})
+              p_error, p_usage, 'null', p_at, p_at${counted ? ", cardinality(p_kinds)" : ""}${inline === undefined ? "" : `, ${inline.values}`})
       ON CONFLICT (execution_id) DO NOTHING;
       IF NOT FOUND THEN
         -- The id was taken concurrently (after the check above): undo the admission.
@@ -151,7 +154,7 @@ function prepareExecutionFunction(
         RETURN 0;
       END IF;
       ${counted ? insertStepsSql("0") : "PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);"}
-      PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      ${documents ? insertJournalSql("p_agent_id") : "PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);"}
       RETURN ${reportsFirst ? `CASE WHEN root_revision = ${firstPreparedRootRevision} THEN ${preparedFirst} ELSE 1 END` : "1"};
     END $$;
 `;
@@ -194,10 +197,22 @@ export function insertStepsSql(base: string): string {
       FROM unnest(p_kinds, p_ats, p_payloads) WITH ORDINALITY AS step(kind, at, payload, ordinal);`;
 }
 
+/** `append_journal`'s insert of the `p_journal_*` records for `agent`, inline
+ * (migration 29, docs/decisions/0120): no nested PL/pgSQL call; no insert
+ * started for a write without records (a suspension). */
+function insertJournalSql(agent: string): string {
+  return `IF cardinality(p_journal_roles) > 0 THEN
+        INSERT INTO journal (agent_id, execution_id, role, content, at)
+        SELECT ${agent}, record.execution_id, record.role, record.content, record.at
+        FROM unnest(p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats) WITH ORDINALITY AS record(execution_id, role, content, at, ordinal)
+        ORDER BY record.ordinal;
+      END IF;`;
+}
+
 /** The barrier and terminal-commit functions, fenced by agent leases or by
  * partitions (then replacing the former); with `finishedAt`, the terminal
  * commit writes the row's `finished_at` (migration 27, `finished-at.ts`). */
-function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finishedAt = false): string {
+function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finishedAt = false, searchInline = false): string {
   const replace = fencing === "agent" ? "" : "OR REPLACE ";
   const counted = numbering === "counted";
   const declareTop = counted
@@ -249,6 +264,8 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finish
       UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
              output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
              metadata = p_metadata, updated_at = p_at${finishedAt ? ", finished_at = CASE WHEN p_status = 'terminal' THEN p_at END" : ""}${
+               searchInline ? `, search = ${terminalDocument}` : ""
+             }${
                counted
                  ? `,
              ${countedStepsSql}`
@@ -259,7 +276,7 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max", finish
       RETURNING agent_id${counted ? ", last_seq" : ""} INTO owner_agent${counted ? ", top" : ""};
       IF NOT FOUND THEN RETURN 0; END IF;
       ${counted ? insertStepsSql("top - cardinality(p_kinds)") : "PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);"}
-      PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      ${searchInline ? insertJournalSql("owner_agent") : "PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);"}
       RETURN 1;
     END $$;
 `;
@@ -298,6 +315,16 @@ export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
  * `finished_at`, a plain column from then on (`finished-at.ts`). */
 export async function terminalCommitWritesFinishedAt(client: pg.ClientBase): Promise<void> {
   await client.query(barrierFunctions("partition-locked", "counted", true));
+}
+
+/** Migration 29 (docs/decisions/0120, `search-inline.ts`): the terminal
+ * commit and the reporting preparation write the search document (and the
+ * preparation the definition's name and `finished_at`) in their own
+ * statement, so the row triggers that would compute them are not called;
+ * and their journal records inline, not through `append_journal`. */
+export async function writeDocumentsInline(client: pg.ClientBase): Promise<void> {
+  await client.query(barrierFunctions("partition-locked", "counted", true, true));
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted", true, true));
 }
 
 /** Migration 28 (docs/decisions/0118): `prepare_execution_reporting_first`,

@@ -43,8 +43,12 @@ const executionColumns =
 
 /** The document of a row (`row` is NEW in the trigger, the table in the
  * migration). An output not yet written is the JSON text `null`: not a word to find. */
-export const documentOf = (row: string): string =>
-  `to_tsvector('simple'::regconfig, left(${row}input, ${searchIndexedCharsMax}) || ' ' || coalesce(left(nullif(${row}output, 'null'), ${searchIndexedCharsMax}), ''))`;
+export const documentOf = (row: string): string => documentOfText(`${row}input`, `${row}output`);
+
+/** The same document of an input and an output given as SQL expressions
+ * (a write that computes it itself: `search-inline.ts`). */
+export const documentOfText = (input: string, output: string): string =>
+  `to_tsvector('simple'::regconfig, left(${input}, ${searchIndexedCharsMax}) || ' ' || coalesce(left(nullif(${output}, 'null'), ${searchIndexedCharsMax}), ''))`;
 
 /** Migration: the keyset and outcome indexes, the `search` column, the
  * trigger that keeps it and its index; filled for the rows already stored. */

@@ -25,6 +25,7 @@ import {
   createPrepareReportingFirst,
   createPrepareReplacingDecided,
   createWriteFunctions,
+  writeDocumentsInline,
   dropPrepareReplacing,
   fenceWritesByPartition,
   fenceWritesUnderLock,
@@ -43,7 +44,8 @@ import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
-import { indexColumnsBarriersKeep } from "./hot-barriers.js";
+import { indexColumnsBarriersKeep, roomForBarriers } from "./hot-barriers.js";
+import { searchTriggersSkipWritten } from "./search-inline.js";
 import { createEventSignals } from "./signals.js";
 import { finishedAtPlain, writeFinishedAt } from "./finished-at.js";
 import { statusAsDomain } from "./status-domain.js";
@@ -162,7 +164,10 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 27: the status a domain, not a table CHECK evaluated on every update (`status-domain.ts`), and `finished_at` a plain
  *   column written by the terminal commit, not a generated one (`finished-at.ts`): expressions no longer rebuilt for every
  *   statement that writes executions (docs/decisions/0117).
- * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118). */
+ * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118).
+ * Version 29: room on new pages for barriers to update in place (`hot-barriers.ts`), and the preparation and the
+ *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
+ *   docs/decisions/0120). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -192,7 +197,16 @@ export const migrations: readonly Migration[] = [
   conversationRows,
   statusAndFinishedAt,
   createPrepareReportingFirst,
+  roomAndDocumentsInline,
 ];
+
+/** Migration 29 (docs/decisions/0120). Each part may run again on a schema
+ * a test rewound (`test/postgres/fixtures/rewind.ts`). */
+export async function roomAndDocumentsInline(client: pg.ClientBase): Promise<void> {
+  await roomForBarriers(client);
+  await writeDocumentsInline(client);
+  await searchTriggersSkipWritten(client);
+}
 
 /** Migration 27 (docs/decisions/0117). */
 export async function statusAndFinishedAt(client: pg.ClientBase): Promise<void> {
