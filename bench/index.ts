@@ -720,10 +720,11 @@ function table(rounds: readonly Round[]): void {
       `  … at rest, ${restMs / 1000} s later (after GC)`,
       range(approvals.map((a) => a.rssSettled)),
       "",
-      `+${range(
+      // Signed: "opened, idle" is read before the store worker rests (decision 0121), at rest after.
+      `${range(
         approvals.map((a) => ((a.rssSettled - a.rssOpened) * 1024) / SUSPENDED),
         1,
-      )} KB each; heap ${range(
+      )} KB each over opened (its store worker rested since); heap ${range(
         approvals.map((a) => a.heapPerSuspended / 1024),
         1,
       )} KB each`,
