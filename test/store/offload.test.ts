@@ -307,6 +307,30 @@ describe("the adaptive offload's worker rests when idle (decision 0121)", () => 
   });
 });
 
+describe("a SQLite store's worker rests and wakes (decision 0121)", () => {
+  it("its connection closes, writes go on inline, a group starts a new worker, and every write is there after a reopen", async () => {
+    const directory = await temporaryDirectory();
+    const path = join(directory, "agents.db");
+    const store = await SqliteStore.open(path);
+    // The store's own offload, its rest shortened (read when the timer is armed, once the worker is ready).
+    Object.assign((store as unknown as { offload: { settings: object } }).offload.settings, { restMs: 50 });
+    await store.ensureAgent("support", 1);
+    await workerStarted(store);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => store.run(prepare(`e${index}`))));
+    expect(store.offloadStatistics.workerOperations).toBe(10);
+    await until(() => store.offloadStatistics.workerState === "resting");
+    await store.run(providerBarrier("e0", 1));
+    expect(store.offloadStatistics).toMatchObject({ workerState: "resting", workerRests: 1 });
+    await Promise.all(Array.from({ length: 9 }, (_, index) => store.run(providerBarrier(`e${index + 1}`, 1))));
+    await workerStarted(store);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => store.run(toolBarrier(`e${index}`, 2))));
+    expect(store.offloadStatistics).toMatchObject({ workerState: "ready", workerRestarts: 0, workerOperations: 20 });
+    await store.close();
+    const reopened = track(await SqliteStore.open(path, { offloadPolicy: "inline" }));
+    for (let index = 0; index < 10; index += 1) expect(await reopened.getExecution(`e${index}`)).toMatchObject({ revision: 3 });
+  });
+});
+
 describe("offload failures", () => {
   // More in test/store/store-faults.test.ts (a worker replaced, store files removed).
   it("a worker that dies fails what it held with StoreError (outcome unknown) and is replaced; close still works", async () => {
