@@ -72,7 +72,7 @@ import { waitsChild } from "./e2e/waits.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 import { measurePeers, peersWanted } from "./peers/run.js";
 import { type PhronomyColumn, printPeersTable } from "./peers/table.js";
-import { CRASH_TOTAL, SUSPENDED } from "./peers/workload.js";
+import { APPROVALS_IN_FLIGHT, CRASH_TOTAL, pool, SUSPENDED } from "./peers/workload.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -272,12 +272,24 @@ async function modelCallsPerRun(durationMs: number): Promise<number> {
 
 // -- the child processes -------------------------------------------------------------
 
-/** Child: SUSPENDED conversations suspended for approval, then approved —
- * all at once on SQLite; on PostgreSQL IN_FLIGHT at a time, as the peers
- * do (all 10,000 at once on PostgreSQL suspended ≈10 a second here, under
- * load: decision 0069). */
+/** How the approvals child suspends and resumes (BENCH_APPROVALS):
+ * `peers` (the default) as the peers do (bench/peers/workload.ts
+ * `measureApprovals`): APPROVALS_IN_FLIGHT at a time, keeping between suspend
+ * and resume only what an application keeps — each conversation's execution
+ * and approval ids, as an approval link or an HTTP request carries them — and
+ * resuming through `definition.conversation(id).resume(...)`; `burst`: all
+ * SUSPENDED started at once, each `SuspendedConversation` handle kept (the
+ * shape of every table before decision 0121). */
+const APPROVALS_SHAPE = process.env.BENCH_APPROVALS ?? "peers";
+if (APPROVALS_SHAPE !== "peers" && APPROVALS_SHAPE !== "burst") throw new Error(`BENCH_APPROVALS must be "peers" or "burst", got ${APPROVALS_SHAPE}`);
+
+/** Child: SUSPENDED conversations suspended for approval, then approved, in
+ * the shape BENCH_APPROVALS says (on PostgreSQL always IN_FLIGHT at a time:
+ * all 10,000 at once there suspended ≈10 a second here, under load:
+ * decision 0069). */
 async function approvalsChild(directory: Where): Promise<void> {
-  const inFlight = postgresSchema(directory) === undefined ? SUSPENDED : IN_FLIGHT;
+  const burst = APPROVALS_SHAPE === "burst";
+  const inFlight = burst && postgresSchema(directory) === undefined ? SUSPENDED : APPROVALS_IN_FLIGHT;
   const before = gcRss();
   const env = await open(directory);
   const definition = defineRefunds(env);
@@ -295,10 +307,28 @@ async function approvalsChild(directory: Where): Promise<void> {
   });
   const opened = gcRss();
   const startOps = operations(env);
-  const executions: SuspendedConversation[] = [];
+  const handles: SuspendedConversation[] = [];
+  const executionIds: string[] = [];
+  const approvalIds: string[] = [];
   const began = performance.now();
   const suspendCpu = process.cpuUsage();
-  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended), inFlight);
+  if (burst) await suspendConversations(definition, SUSPENDED, (suspended) => handles.push(suspended), inFlight);
+  else
+    await pool(
+      SUSPENDED,
+      inFlight,
+      (index) =>
+        new Promise<void>((resolve) => {
+          definition.conversation(`user-${index}`).start("refund me", {
+            onEvent: (event) => {
+              if (event.type !== "approval_required") return;
+              executionIds[index] = event.executionId;
+              approvalIds[index] = event.request.approvalId;
+              resolve();
+            },
+          });
+        }),
+    );
   const suspendSeconds = (performance.now() - began) / 1000;
   const suspendCpuMicros = cpuMicrosSince(suspendCpu) / SUSPENDED;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
@@ -307,15 +337,12 @@ async function approvalsChild(directory: Where): Promise<void> {
   const resumeOps0 = operations(env);
   const resumedAt = performance.now();
   const resumeCpu = process.cpuUsage();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, executions.length) }, async () => {
-      while (next < executions.length) {
-        const { conversation, executionId, approvalId } = executions[next++]!;
-        await conversation.resume(executionId, { approvalId, approved: true }).result;
-      }
-    }),
-  );
+  await pool(SUSPENDED, inFlight, async (index) => {
+    if (burst) {
+      const { conversation, executionId, approvalId } = handles[index]!;
+      await conversation.resume(executionId, { approvalId, approved: true }).result;
+    } else await definition.conversation(`user-${index}`).resume(executionIds[index]!, { approvalId: approvalIds[index]!, approved: true }).result;
+  });
   const resumeSeconds = (performance.now() - resumedAt) / 1000;
   const resumeCpuMicros = cpuMicrosSince(resumeCpu) / SUSPENDED;
   const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
@@ -334,6 +361,7 @@ async function approvalsChild(directory: Where): Promise<void> {
       rssSuspendedRightAfterGc: mb(suspended.rssRightAfterGc),
       rssSettled: mb(settled.rss),
       heapPerSuspended: (suspended.heapUsed - opened.heapUsed) / SUSPENDED,
+      heapSettled: settled.heapUsed / 2 ** 20,
     }),
   );
 }
@@ -752,10 +780,11 @@ function table(rounds: readonly Round[]): void {
       `  … at rest, ${restMs / 1000} s later (after GC)`,
       range(approvals.map((a) => a.rssSettled)),
       "",
-      `+${range(
+      // Signed: "opened, idle" is read before the store worker rests (decision 0121), at rest after.
+      `${range(
         approvals.map((a) => ((a.rssSettled - a.rssOpened) * 1024) / SUSPENDED),
         1,
-      )} KB each; heap ${range(
+      )} KB each over opened (its store worker rested since); heap ${range(
         approvals.map((a) => a.heapPerSuspended / 1024),
         1,
       )} KB each`,

@@ -17,7 +17,8 @@ export const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 export const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 export const CRASH_IN_FLIGHT = 100;
 /** Suspends (then resumes) a peer has in flight at once in the approval
- * bursts; Phronomy's starts all SUSPENDED at once (decision 0069). */
+ * bursts; Phronomy's child too (decision 0121; `BENCH_APPROVALS=burst`
+ * starts all SUSPENDED at once, as its table did before, decision 0069). */
 export const APPROVALS_IN_FLIGHT = Number(process.env.BENCH_PEERS_APPROVALS_IN_FLIGHT ?? IN_FLIGHT);
 export const CRASH_TOTAL = Number(process.env.BENCH_CRASH_TOTAL ?? 1_000);
 

@@ -37,6 +37,16 @@
 // `adaptive`, commit inline while it starts). After `workerRestartsMax`
 // replacements the offload gives up and refuses every write.
 //
+// An `adaptive` offload's worker rests once it held nothing for
+// `workerRestMs` (docs/decisions/0121): it is closed like at `close`, its
+// thread ends and its isolate, its connection's caches and its stack are
+// given back (≈15–19 MB of RSS), and lone operations go on committing
+// inline as they did beside it; the next group of more than one operation
+// (or a checkpoint due) starts a new worker in the background, the queue
+// committing inline meanwhile, as at open. A rest is not a death: it
+// counts in `workerRests`, not in `workerRestarts`. While the worker rests
+// the search index is swept inline, between groups, as with no worker.
+//
 // Checkpoints run on the worker, off the commit path (docs/decisions/0050):
 // its connection never checkpoints inside a commit, the calling thread's
 // only past `inlineAutocheckpointPages` (a bound for when there is no
@@ -137,6 +147,14 @@ export const inlineAutocheckpointPages = 4_000;
  * for recovery, so after a few the store stops writing and says so. */
 export const workerRestartsMax = 3;
 
+/** How long an `adaptive` offload's worker holds nothing before it rests
+ * (its thread ends; docs/decisions/0121). Longer than any pause inside a
+ * load (a burst's groups follow each other within milliseconds), short
+ * enough that a process resting between bursts gives its memory back
+ * soon; a thread starts again in tens of milliseconds, the queue
+ * committing inline meanwhile. */
+export const workerRestMs = 10_000;
+
 /** Counters of a SQLite store's offload, for tests and benchmarks. */
 export interface OffloadStatistics {
   /** Operations submitted. */
@@ -157,6 +175,8 @@ export interface OffloadStatistics {
   readonly workerFailure?: string;
   /** Dead workers replaced so far (at most `workerRestartsMax`). */
   readonly workerRestarts: number;
+  /** Times an `adaptive` offload's worker was stopped to rest, having held nothing for 10 s (`workerRestMs`). */
+  readonly workerRests: number;
   /** Checkpoints the worker ran (docs/decisions/0050). */
   readonly checkpoints: number;
   /** Sweeps of the search index run, on the worker or inline (docs/decisions/0095). */
@@ -166,8 +186,10 @@ export interface OffloadStatistics {
 }
 
 /** `none` under policy `inline`; `starting` while an `adaptive` offload's
- * worker starts; `unavailable` when it could not. */
-export type WorkerState = "none" | "starting" | "ready" | "unavailable";
+ * worker starts; `unavailable` when it could not; `resting` while an
+ * `adaptive` offload's worker is stopped, having held nothing for 10 s (the next
+ * group of more than one operation starts it again). */
+export type WorkerState = "none" | "starting" | "ready" | "unavailable" | "resting";
 
 export interface OffloadSettings {
   readonly policy: OffloadPolicy;
@@ -184,6 +206,9 @@ export interface OffloadSettings {
   /** After an inline commit and periodically: the error every write gets
    * once the store's files are no longer the ones opened, or undefined. */
   readonly checkFiles?: () => StoreError | undefined;
+  /** How long an `adaptive` worker holds nothing before it rests;
+   * `workerRestMs` by default. */
+  readonly restMs?: number;
 }
 
 interface Entry {
@@ -199,6 +224,12 @@ export class Offload {
   /** The current worker (a dead one is replaced; `undefined` under `inline`). */
   private worker: StoreWorker | undefined;
   private workerRestarts = 0;
+  private workerRests = 0;
+  /** When the worker last held something (a group, a sweep, a checkpoint): performance.now(). */
+  private workerBusyAt = 0;
+  private restTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The close of a worker sent to rest, until its thread ended. */
+  private resting: Promise<void> | undefined;
   private readonly queue: Entry[] = [];
   /** Groups sent to the worker and not answered yet, oldest first. */
   private readonly inFlight = new Map<number, readonly Entry[]>();
@@ -266,6 +297,7 @@ export class Offload {
         this.workerState = "ready";
         worker.port.unref(); // waitUntilReady's listener may have ref'd it
         this.flush();
+        this.restSoon();
       },
       (error: PhronomyError) => {
         if (this.worker !== worker) return;
@@ -301,6 +333,7 @@ export class Offload {
       workerState: this.workerState,
       ...(this.workerFailure === undefined ? {} : { workerFailure: this.workerFailure }),
       workerRestarts: this.workerRestarts,
+      workerRests: this.workerRests,
       ...(this.sweepFailure === undefined ? {} : { sweepFailure: this.sweepFailure }),
     };
   }
@@ -351,6 +384,7 @@ export class Offload {
   /** Finishes every accepted operation, then stops the worker. Idempotent. */
   close(): Promise<void> {
     clearTimeout(this.sweepTimer);
+    clearTimeout(this.restTimer);
     this.closing ??= this.drainThenStop();
     return this.closing;
   }
@@ -374,6 +408,7 @@ export class Offload {
   }
 
   private flush(): void {
+    this.wakeIfNeeded(this.queue.length > 1);
     while (this.inFlight.size < groupsInFlightMax && this.queue.length > 0 && this.broken === undefined) {
       const inline = this.commitsInline(Math.min(this.queue.length, groupOperationsMax));
       // Under `worker`, a replacement worker still starting: the queue waits.
@@ -414,7 +449,7 @@ export class Offload {
       this.sweepGroup = this.groupsSent;
       this.inFlight.set(this.groupsSent, []);
       worker.port.postMessage({ type: "sweep", group: this.groupsSent } satisfies WorkerRequest);
-    } else if (this.policy === "inline" || this.workerState === "unavailable") {
+    } else if (this.policy === "inline" || this.workerState === "unavailable" || this.workerState === "resting") {
       // Between groups only: the queue's next turn comes first.
       if (this.queue.length > 0 || this.inFlight.size > 0 || this.settings.sweepInline === undefined) return;
       try {
@@ -469,6 +504,7 @@ export class Offload {
   private committed(operations: number): void {
     this.unswept += operations;
     this.sinceCheckpoint += estimatedLogPages(operations);
+    this.wakeIfNeeded(this.sinceCheckpoint >= checkpointEveryPages);
     if (this.sinceCheckpoint < checkpointEveryPages || this.checkpointAsked || this.workerState !== "ready" || this.closing !== undefined) return;
     const worker = this.worker;
     if (worker === undefined) return;
@@ -503,6 +539,7 @@ export class Offload {
     this.inFlight.set(this.groupsSent, entries);
     this.inFlightOperations += entries.length;
     worker.thread.ref(); // a group in flight keeps the process alive until it is answered
+    this.workerBusyAt = performance.now();
   }
 
   /** An operation that cannot be structured-cloned (a function or a symbol
@@ -535,6 +572,8 @@ export class Offload {
   }
 
   private onWorkerReply(reply: WorkerReply): void {
+    this.workerBusyAt = performance.now();
+    this.restSoon();
     if (reply.type === "swept") {
       const oldest = this.inFlight.keys().next().value;
       if (oldest !== reply.group || this.sweepGroup !== reply.group) {
@@ -577,6 +616,66 @@ export class Offload {
     this.flush();
   }
 
+  // -- the worker's rest (docs/decisions/0121) ------------------------------------
+
+  /** Arms the rest timer of an idle `adaptive` worker (one timer at a time;
+   * it never keeps the process alive). */
+  private restSoon(): void {
+    if (this.policy !== "adaptive" || this.workerState !== "ready" || this.restTimer !== undefined || this.closing !== undefined) return;
+    this.restTimer = setTimeout(() => {
+      this.restTimer = undefined;
+      this.restIfIdle();
+    }, this.restMs);
+    this.restTimer.unref();
+  }
+
+  private get restMs(): number {
+    return this.settings.restMs ?? workerRestMs;
+  }
+
+  /** Stops the worker if it held nothing for `workerRestMs`; else waits
+   * the rest of that time. */
+  private restIfIdle(): void {
+    const worker = this.worker;
+    if (this.workerState !== "ready" || worker === undefined || this.closing !== undefined || this.broken !== undefined) return;
+    const idleMs = performance.now() - this.workerBusyAt;
+    if (this.inFlight.size > 0 || this.checkpointAsked || idleMs < this.restMs) {
+      this.restTimer = setTimeout(
+        () => {
+          this.restTimer = undefined;
+          this.restIfIdle();
+        },
+        Math.max(this.restMs - idleMs, 10),
+      );
+      this.restTimer.unref();
+      return;
+    }
+    // From here on the worker is not this offload's: its replies and its
+    // exit are ignored (`attachWorker` compares), lone operations commit
+    // inline, and it holds no group, so the two connections never write at
+    // once. It closes its connection as at `close`, then its thread ends.
+    this.worker = undefined;
+    this.workerState = "resting";
+    this.workerRests += 1;
+    this.resting = retire(worker).finally(() => {
+      this.resting = undefined;
+    });
+  }
+
+  /** Starts a resting worker again when `needed` (a group for it, a
+   * checkpoint due), in the background: the queue commits inline meanwhile.
+   * A worker still closing is let close first (its thread is ending). */
+  private wakeIfNeeded(needed: boolean): void {
+    if (!needed || this.workerState !== "resting" || this.closing !== undefined || this.broken !== undefined) return;
+    this.workerState = "starting";
+    const closing = this.resting ?? Promise.resolve();
+    this.workerStarted = closing.then(() => {
+      if (this.closing === undefined) return this.attachWorker(this.settings.startWorker(), false);
+      this.workerState = "resting"; // closed meanwhile: no worker to start
+      return undefined;
+    });
+  }
+
   // -- shutdown ------------------------------------------------------------------
 
   private async drainThenStop(): Promise<void> {
@@ -585,6 +684,8 @@ export class Offload {
         this.drained = resolve;
       });
     }
+    clearTimeout(this.restTimer);
+    await this.resting;
     while (this.workerState === "starting") {
       // A worker still starting is let finish, then closed; it keeps the
       // process alive until then, so that close completes.
@@ -708,6 +809,19 @@ export function checkCapacity(capacity: number): void {
   if (!Number.isInteger(capacity) || capacity < 1) {
     throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${String(capacity)}`);
   }
+}
+
+/** Closes a worker that holds nothing (its connection, then its thread). */
+async function retire(worker: StoreWorker): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    worker.port.on("message", (reply: WorkerReply) => {
+      if (reply.type === "closed") resolve();
+    });
+    worker.thread.once("exit", () => resolve());
+  });
+  worker.port.postMessage({ type: "close" } satisfies WorkerRequest);
+  await closed;
+  await stopWorker(worker).catch(() => undefined);
 }
 
 async function stopWorker(worker: StoreWorker): Promise<void> {

@@ -4,7 +4,7 @@
 // work and refuses what comes after.
 
 import { join } from "node:path";
-import { MessageChannel, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError } from "../../host/errors.js";
 import { assertPlainData, Offload, type OffloadPolicy } from "../../host/store/offload.js";
@@ -198,6 +198,136 @@ describe("the adaptive offload's worker starts in the background", () => {
     expect(results).toHaveLength(40);
     expect(offload.statistics).toMatchObject({ inlineOperations: 40, workerOperations: 0 });
     await offload.close();
+  });
+});
+
+/** A worker that speaks the store worker's protocol without SQLite: every
+ * operation is answered `worker:<type>`; it counts in `started`. */
+function protocolWorker(started: { count: number }): () => { thread: Worker; port: MessagePort } {
+  return () => {
+    started.count += 1;
+    const { port1, port2 } = new MessageChannel();
+    const source = `
+      const { workerData } = require("node:worker_threads");
+      const port = workerData.port;
+      port.postMessage({ type: "ready" });
+      port.on("message", (request) => {
+        if (request.type === "commit") {
+          const settlements = JSON.parse(request.operations).map((operation) => ({ ok: true, value: "worker:" + operation.type }));
+          port.postMessage({ type: "settled", group: request.group, settlements: JSON.stringify(settlements) });
+        } else if (request.type === "sweep") port.postMessage({ type: "swept", group: request.group, more: false });
+        else if (request.type === "checkpoint") port.postMessage({ type: "checkpointed", frames: 0, copied: 0 });
+        else if (request.type === "close") {
+          port.postMessage({ type: "closed" });
+          port.close();
+        }
+      });`;
+    return { thread: new Worker(source, { eval: true, workerData: { port: port2 }, transferList: [port2] }), port: port1 };
+  };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  const began = Date.now();
+  while (!condition()) {
+    if (Date.now() - began > 5_000) throw new Error("the condition did not hold within 5 s");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe("the adaptive offload's worker rests when idle (decision 0121)", () => {
+  const inline = (operations: readonly OffloadOperation[]) => operations.map((operation) => ({ ok: true as const, value: `inline:${operation.type}` }));
+  const burst = (offload: Offload, count: number) =>
+    Promise.all(Array.from({ length: count }, (_, index) => offload.submit({ type: "ensureAgent", agentId: `agent-${index}`, at: 1 })));
+
+  it("stops its worker after restMs idle, commits lone operations inline meanwhile, and starts a new one for a group", async () => {
+    const started = { count: 0 };
+    const offload = await Offload.start({
+      policy: "adaptive",
+      capacity: 100,
+      path: "/test/agents.db",
+      commitInline: inline,
+      startWorker: protocolWorker(started),
+      restMs: 50,
+    });
+    await offload.workerStarted;
+    expect(await burst(offload, 20)).toContain("worker:ensureAgent");
+    await until(() => offload.statistics.workerState === "resting");
+    expect(offload.statistics).toMatchObject({ workerRests: 1, workerRestarts: 0 });
+    expect(offload.workerThread).toBeUndefined();
+    // A lone operation while it rests: inline, no worker started.
+    expect(await offload.submit({ type: "ensureAgent", agentId: "lone", at: 1 })).toBe("inline:ensureAgent");
+    expect(started.count).toBe(1);
+    // A group wakes it: inline until the new worker is ready, then to it.
+    expect(await burst(offload, 20)).toEqual(Array.from({ length: 20 }, () => "inline:ensureAgent"));
+    expect(offload.statistics.workerState).toBe("starting");
+    await offload.workerStarted;
+    expect(offload.statistics.workerState).toBe("ready");
+    expect(started.count).toBe(2);
+    expect(await burst(offload, 20)).toEqual(Array.from({ length: 20 }, () => "worker:ensureAgent"));
+    expect(offload.statistics).toMatchObject({ workerRests: 1, workerRestarts: 0 });
+    await offload.close();
+  });
+
+  it("a close while it rests or while it wakes finishes; the worker policy never rests", async () => {
+    const started = { count: 0 };
+    const resting = await Offload.start({
+      policy: "adaptive",
+      capacity: 100,
+      path: "/test/agents.db",
+      commitInline: inline,
+      startWorker: protocolWorker(started),
+      restMs: 20,
+    });
+    await until(() => resting.statistics.workerState === "resting");
+    await resting.close();
+    const waking = await Offload.start({
+      policy: "adaptive",
+      capacity: 100,
+      path: "/test/agents.db",
+      commitInline: inline,
+      startWorker: protocolWorker(started),
+      restMs: 20,
+    });
+    await until(() => waking.statistics.workerState === "resting");
+    const woken = burst(waking, 5);
+    await waking.close();
+    expect(await woken).toHaveLength(5);
+    const always = await Offload.start({
+      policy: "worker",
+      capacity: 100,
+      path: "/test/agents.db",
+      commitInline: inline,
+      startWorker: protocolWorker(started),
+      restMs: 20,
+    });
+    await burst(always, 5);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(always.statistics).toMatchObject({ workerState: "ready", workerRests: 0 });
+    await always.close();
+  });
+});
+
+describe("a SQLite store's worker rests and wakes (decision 0121)", () => {
+  it("its connection closes, writes go on inline, a group starts a new worker, and every write is there after a reopen", async () => {
+    const directory = await temporaryDirectory();
+    const path = join(directory, "agents.db");
+    const store = await SqliteStore.open(path);
+    // The store's own offload, its rest shortened (read when the timer is armed, once the worker is ready).
+    Object.assign((store as unknown as { offload: { settings: object } }).offload.settings, { restMs: 50 });
+    await store.ensureAgent("support", 1);
+    await workerStarted(store);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => store.run(prepare(`e${index}`))));
+    expect(store.offloadStatistics.workerOperations).toBe(10);
+    await until(() => store.offloadStatistics.workerState === "resting");
+    await store.run(providerBarrier("e0", 1));
+    expect(store.offloadStatistics).toMatchObject({ workerState: "resting", workerRests: 1 });
+    await Promise.all(Array.from({ length: 9 }, (_, index) => store.run(providerBarrier(`e${index + 1}`, 1))));
+    await workerStarted(store);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => store.run(toolBarrier(`e${index}`, 2))));
+    expect(store.offloadStatistics).toMatchObject({ workerState: "ready", workerRestarts: 0, workerOperations: 20 });
+    await store.close();
+    const reopened = track(await SqliteStore.open(path, { offloadPolicy: "inline" }));
+    for (let index = 0; index < 10; index += 1) expect(await reopened.getExecution(`e${index}`)).toMatchObject({ revision: 3 });
   });
 });
 
