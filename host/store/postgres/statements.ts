@@ -118,7 +118,12 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     ...journalArguments(journal),
     String(revision),
   ].join(", ")})`;
-  return { sql: `SELECT ${call} AS applied`, call, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
+  return {
+    sql: `SELECT ${call} AS applied`,
+    call,
+    value: preparedValue(operation),
+    after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata },
+  };
 }
 
 /**
