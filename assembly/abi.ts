@@ -1353,9 +1353,16 @@ export const enum RefusedStartFact {
   /** A start made here (`AdmissionSource.Direct`); else one filed for
    * this process (`Filed`), whose fate the inbox follows. */
   Direct = 2,
-  /** It was placed again once already (never twice). */
+  /** It was placed again once already (never twice, but for `MoveRefused`). */
   PlacedAgain = 4,
-  End = 8,
+  /** The refusal is the conversation's move's (`TakeHere` carried out by
+   * the preparation itself, docs/decisions/0119): the store did not move
+   * it (it has rows, another process moved it first, its lock was not
+   * granted) and nothing was written. The move's answer, which a start
+   * placed again once already still gets (its move is asked once: the
+   * host does not tell `CanTakeHere` again). */
+  MoveRefused = 8,
+  End = 16,
 }
 
 /** What comes of a start whose preparation the store refused

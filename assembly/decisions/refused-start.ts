@@ -13,6 +13,11 @@
 //   holder (or runs it here, when this process holds the home). Nothing
 //   was written: the preparation is refused as a whole. Not while this
 //   process is closing (`Stopping`).
+// * A start whose preparation carried its conversation's move (`TakeHere`,
+//   docs/decisions/0119) and was refused because the move was: the move's
+//   answer, placed again as above — also when placed again once already
+//   (0112's placement may answer `TakeHere`; the host asks a move once per
+//   start, so this happens once).
 // * Placed again once already, a filed start (its fate is the inbox's,
 //   `filedStartVerdict`), any other refusal: told to its Run.
 
@@ -26,6 +31,6 @@ export function refusedStartVerdictOf(answer: u32, facts: u32): u32 {
   if (answer == StartAnswer.Started || answer == StartAnswer.Queued) return RefusedStartVerdict.None;
   const moved = (facts & RefusedStartFact.MovedElsewhere) != 0;
   const direct = (facts & RefusedStartFact.Direct) != 0;
-  const again = (facts & RefusedStartFact.PlacedAgain) != 0;
+  const again = (facts & RefusedStartFact.PlacedAgain) != 0 && (facts & RefusedStartFact.MoveRefused) == 0;
   return moved && direct && !again && answer != StartAnswer.Stopping ? RefusedStartVerdict.PlaceAgain : RefusedStartVerdict.Deliver;
 }

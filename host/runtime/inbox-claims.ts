@@ -127,10 +127,16 @@ export class InboxClaims {
     const files = this.remoteStarts !== undefined && !this.host.closed() && partitioned?.partitionLapsedHere(agentId) !== true;
     const refusal = (): PhronomyError => leasingStoreOf(store)?.admissionRefusal?.(agentId) ?? AgentBusyError.notOwnedHere(agentId);
     const mover = files ? takingStoreOf(store) : undefined;
+    // The move carried by the start's preparation when the store can
+    // (docs/decisions/0119): nothing sent now; else a move of its own (0101).
     const takeHere =
       mover === undefined
         ? undefined
         : async (): Promise<void> => {
+            if (mover.moveWithPreparation !== undefined) {
+              mover.moveWithPreparation(agentId);
+              return;
+            }
             await mover.takeConversationHere(agentId).catch(() => undefined);
           };
     return { heldHere, inbox: files ? this.remoteStarts : undefined, refusal, ...(takeHere === undefined ? {} : { takeHere }) };
@@ -200,10 +206,16 @@ function refused(error: PhronomyError): Promise<FiledStartFate> {
 }
 
 /** A store that moves a conversation with nothing anywhere to this process
- * (`takeIdleHere`, docs/decisions/0101), when it does now. */
-function takingStoreOf(store: object): { takeConversationHere(agentId: string): Promise<unknown> } | undefined {
-  const mover = store as Partial<{ takesIdleHere(): boolean; takeConversationHere(agentId: string): Promise<unknown> }>;
+ * (`takeIdleHere`, docs/decisions/0101), when it does now: by a move of its
+ * own, or one its preparation carries (`moveWithPreparation`, 0119). */
+interface TakingStore {
+  takeConversationHere(agentId: string): Promise<unknown>;
+  moveWithPreparation?(agentId: string): boolean;
+}
+
+function takingStoreOf(store: object): TakingStore | undefined {
+  const mover = store as Partial<TakingStore & { takesIdleHere(): boolean }>;
   return typeof mover.takesIdleHere === "function" && mover.takesIdleHere() && typeof mover.takeConversationHere === "function"
-    ? (mover as { takeConversationHere(agentId: string): Promise<unknown> })
+    ? (mover as TakingStore)
     : undefined;
 }

@@ -20,6 +20,7 @@ export function refusedStartFactsOf(request: StartRequest, error: PhronomyError)
     (moved ? RefusedStartFact.MovedElsewhere : 0)
     | (request.placement?.direct === true ? RefusedStartFact.Direct : 0)
     | (request.placedAgain === true ? RefusedStartFact.PlacedAgain : 0)
+    | (error.details?.["moveRefused"] === true ? RefusedStartFact.MoveRefused : 0)
   );
 }
 

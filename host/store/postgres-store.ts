@@ -44,7 +44,7 @@ import {
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
+import { AgentBusyError, InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import type { DueCursor, DueWait } from "./due-waits.js";
 import * as due from "./postgres/due-waits.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
@@ -66,6 +66,8 @@ import {
   explainPrepareRefusal,
   isGrouped,
   prepareStatement,
+  movingPrepareStatement,
+  movedAnswerOf,
   readKnownRow,
   type GroupedOperation,
   type KnownRow,
@@ -83,7 +85,7 @@ import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
-import { homesOfPartitions, readHomes, type HomeOutcome } from "./postgres/homes.js";
+import { homesOfPartitions, readHomes, type HomeOutcome, type MoveAsked } from "./postgres/homes.js";
 import { flagPartitionsMovedOut } from "./postgres/moved-out.js";
 import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
@@ -454,6 +456,8 @@ export class PostgresStore implements ExecutionStore {
      * at a later epoch meanwhile, and the recovery of the fenced execution
      * compares the epoch refused with the one held. */
     let explain: () => Promise<unknown>;
+    /** The conversation's move this preparation carries (docs/decisions/0119). */
+    let move: MoveAsked | undefined;
     try {
       if (operation.type === "prepareExecution") {
         agentId = operation.agentId;
@@ -463,7 +467,17 @@ export class PostgresStore implements ExecutionStore {
         if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
         const used = (fence = this.fenceOf(operation.agentId));
         journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
-        statement = prepareStatement(operation, fence, writeId);
+        // Its conversation's move, carried by this preparation (0119); a
+        // replacing one has rows by definition: the move is dropped.
+        move = this.leaseBook.pendingMoveOf(operation.agentId);
+        if (move !== undefined && operation.replaceFrom !== undefined && operation.blockedBy === undefined) {
+          this.leaseBook.cancelMove(operation.agentId);
+          move = undefined;
+        }
+        statement =
+          move === undefined
+            ? prepareStatement(operation, fence, writeId)
+            : movingPrepareStatement(operation, fence, writeId, move, this.leaseOwner, Math.floor(this.leaseMs / 6));
         explain = () => this.prepareRefused(operation, used);
       } else if (operation.type === "approvalCommit") {
         const remembered = this.suspendedRows.get(executionId);
@@ -506,6 +520,11 @@ export class PostgresStore implements ExecutionStore {
     if (preparing || terminal) startTiming.phase(agentId, preparing ? "preparing" : "terminating");
     try {
       const answer = await this.submitConnected(sql, partition);
+      if (move !== undefined) {
+        const livesIn = movedAnswerOf(answer);
+        this.leaseBook.moveAnswered(agentId, livesIn);
+        if (livesIn !== undefined) return this.moveRefused(agentId);
+      }
       applied = answer >= 1;
       firstOfAgent = preparing && answer === preparedFirst;
       if (applied && (preparing || terminal)) startTiming.phase(agentId, preparing ? "prepared" : "terminated");
@@ -513,6 +532,8 @@ export class PostgresStore implements ExecutionStore {
       // Its records may have been written (read back, or not known): the
       // tail kept in memory is read again (docs/decisions/0058).
       if (journal !== undefined) this.journalTails.drop(journal.agentId);
+      if (error instanceof ConnectionLost && move !== undefined) return this.movingPreparationLost(operation, agentId, writeId, error);
+      if (move !== undefined) this.leaseBook.cancelMove(agentId);
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (error instanceof NotConnected || (!(error instanceof PhronomyError) && isConnectionLoss(error))) {
         const cause = error instanceof NotConnected ? error.cause : error;
@@ -561,6 +582,31 @@ export class PostgresStore implements ExecutionStore {
         if (!(error instanceof NotConnected) || attempt >= notConnectedRetriesMax || this.closing !== undefined) throw error;
         await new Promise((resolve) => setTimeout(resolve, notConnectedRetryMs * 2 ** attempt));
       }
+    }
+  }
+
+  /** The move a preparation carried was refused (docs/decisions/0119):
+   * nothing was written, and the book noted where the conversation lives.
+   * The start is refused naming it (`movedTo`) as the move's refusal
+   * (`moveRefused`): the core places it again (`refusedStartVerdict`),
+   * filed for the home's holder, or run here if this process holds it. */
+  private moveRefused(agentId: string): unknown {
+    const refusal = (this.leaseBook.admissionRefusal(agentId) ?? AgentBusyError.notOwnedHere(agentId)).toRecord();
+    const details = { ...(refusal.details as Record<string, Json> | undefined), movedTo: this.leaseBook.partitionOf(agentId), moveRefused: true };
+    return { outcome: "not_established", error: { ...refusal, details } };
+  }
+
+  /** A preparation carrying its conversation's move lost its connection:
+   * read back, committed (the move with it: one transaction) keeps the
+   * home noted; not committed, or not known, drops it. */
+  private async movingPreparationLost(operation: OffloadOperation, agentId: string, writeId: string, error: ConnectionLost): Promise<unknown> {
+    try {
+      const value = await this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
+      this.leaseBook.moveAnswered(agentId, undefined);
+      return value;
+    } catch (lost) {
+      this.leaseBook.cancelMove(agentId);
+      throw lost;
     }
   }
 
@@ -987,6 +1033,16 @@ export class PostgresStore implements ExecutionStore {
   takeConversationHere(agentId: string, waitMs = Math.floor(this.leaseMs / 6)): Promise<HomeOutcome | undefined> {
     const id = checkId(agentId, "agentId");
     return this.read(() => this.leaseBook.homeHere(id, waitMs));
+  }
+
+  /** The core's `TakeHere` carried out by the conversation's next
+   * preparation (docs/decisions/0119): no statement now; the partition
+   * it goes to is noted as its home, and the preparation moves it in its
+   * own transaction or is refused as the move's refusal (`movedTo`,
+   * `moveRefused`). False when a home is known already or nothing is held
+   * here live (the start is then placed as it lives). */
+  moveWithPreparation(agentId: string): boolean {
+    return this.leaseBook.moveWithPreparation(checkId(agentId, "agentId"));
   }
 
   /** The partition the conversation belongs to as this process knows it

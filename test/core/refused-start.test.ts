@@ -35,3 +35,13 @@ it("a start made here, refused because its conversation was moved elsewhere, is 
   expect(core.refusedStartVerdict(Answer.Started, moved)).toBe(Verdict.None);
   expect(core.refusedStartVerdict(Answer.Queued, 0)).toBe(Verdict.None);
 });
+
+it("a refusal of the move its preparation carried (docs/decisions/0119) is placed again, also after a placement already", () => {
+  const refusedMove = Fact.MovedElsewhere | Fact.Direct | Fact.MoveRefused;
+  expect(core.refusedStartVerdict(Answer.LeaseNotHeld, refusedMove)).toBe(Verdict.PlaceAgain);
+  expect(core.refusedStartVerdict(Answer.LeaseNotHeld, refusedMove | Fact.PlacedAgain)).toBe(Verdict.PlaceAgain);
+  // Still a start made here, still not while closing, still where it lives known.
+  expect(core.refusedStartVerdict(Answer.LeaseNotHeld, Fact.MovedElsewhere | Fact.MoveRefused | Fact.PlacedAgain)).toBe(Verdict.Deliver);
+  expect(core.refusedStartVerdict(Answer.Stopping, refusedMove)).toBe(Verdict.Deliver);
+  expect(core.refusedStartVerdict(Answer.LeaseNotHeld, Fact.Direct | Fact.MoveRefused)).toBe(Verdict.Deliver);
+});

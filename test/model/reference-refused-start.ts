@@ -1,5 +1,5 @@
 // The reference model of a start whose preparation the store refused
-// (`refusedStartVerdict`, docs/decisions/0112), written the simple way
+// (`refusedStartVerdict`, docs/decisions/0112, 0119), written the simple way
 // (named facts, an ordered list of rules, the first that holds answers), as
 // the oracle the compiled core must match on every fact (test/core) and on
 // random arguments across the u32 range (test/fuzz/query-differential).
@@ -12,11 +12,12 @@ interface RefusedRead {
   readonly movedElsewhere: boolean;
   readonly direct: boolean;
   readonly placedAgain: boolean;
+  readonly moveRefused: boolean;
 }
 
 const RULES: readonly { readonly when: (f: RefusedRead) => boolean; readonly verdict: RefusedStartVerdict }[] = [
   { when: (f) => f.answer === Answer.Started || f.answer === Answer.Queued, verdict: RefusedStartVerdict.None },
-  { when: (f) => f.placedAgain, verdict: RefusedStartVerdict.Deliver },
+  { when: (f) => f.placedAgain && !f.moveRefused, verdict: RefusedStartVerdict.Deliver },
   { when: (f) => !f.direct, verdict: RefusedStartVerdict.Deliver },
   { when: (f) => !f.movedElsewhere, verdict: RefusedStartVerdict.Deliver },
   { when: (f) => f.answer === Answer.Stopping, verdict: RefusedStartVerdict.Deliver },
@@ -30,6 +31,7 @@ export function refusedStartVerdictFor(answer: number, facts: number): RefusedSt
     movedElsewhere: (facts & RefusedStartFact.MovedElsewhere) !== 0,
     direct: (facts & RefusedStartFact.Direct) !== 0,
     placedAgain: (facts & RefusedStartFact.PlacedAgain) !== 0,
+    moveRefused: (facts & RefusedStartFact.MoveRefused) !== 0,
   };
   return RULES.find((rule) => rule.when(read))!.verdict;
 }

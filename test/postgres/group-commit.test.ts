@@ -77,6 +77,24 @@ describe("group commit (PostgreSQL)", () => {
     expect((settled[5] as PromiseRejectedResult).reason.message).toMatch(/no steps for e5/);
   });
 
+  it("a member alone chosen as a deadlock's victim is sent again once (docs/decisions/0119); a second deadlock is its error", async () => {
+    const { store, schema } = await preparedStore(0);
+    await withClient((client) =>
+      client.query(`
+        CREATE SEQUENCE ${schema}.victim_tries;
+        CREATE FUNCTION ${schema}.victim(p_times integer) RETURNS integer LANGUAGE plpgsql AS $$
+        BEGIN
+          IF nextval('${schema}.victim_tries') <= p_times THEN RAISE EXCEPTION 'chosen as the victim' USING ERRCODE = '40P01'; END IF;
+          RETURN 1;
+        END $$`),
+    );
+    const tries = () => withClient(async (client) => Number((await client.query(`SELECT last_value FROM ${schema}.victim_tries`)).rows[0].last_value));
+    expect(await store.groups.submit(`SELECT ${schema}.victim(1) AS applied`)).toBe(1);
+    expect(await tries()).toBe(2);
+    await expect(store.groups.submit(`SELECT ${schema}.victim(4) AS applied`)).rejects.toMatchObject({ code: "40P01" });
+    expect(await tries()).toBe(4);
+  });
+
   it("a connection lost mid-group: every member is read back (not committed), nothing written; retries commit", async () => {
     const { store, ids } = await preparedStore(6);
     const blocker = await store.pool.connect();

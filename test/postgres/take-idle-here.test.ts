@@ -2,7 +2,7 @@
 // two processes on one database, two partitions, one each. A start of a new
 // conversation landing at the process that does not hold its partition
 // moves the conversation there (the core's `TakeHere`, the store's
-// `home_conversation`) and runs there: nothing is filed, the home is
+// `home_conversation` inside the start's preparation, 0119) and runs there: nothing is filed, the home is
 // recorded, the outcome is the run's. A later start at the same process
 // runs there again; one at the other process is filed for it (the home
 // read, the start placed again: 0112), and a conversation that has rows is filed as before.
@@ -14,6 +14,7 @@ import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { agentRunModel, lookupTool, recordingLogger } from "../runtime/helpers.js";
 import { atEnd, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+import { groupedStatementsOf } from "./fixtures/grouped-statements.js";
 
 const leaseMs = 3_000;
 const count = 2;
@@ -93,11 +94,14 @@ describe("takeIdleHere: a new conversation moves to where its start landed (Post
       "b's partition recovered",
     );
     const sent = statementsOf(storeB);
+    const grouped = groupedStatementsOf(storeB);
     const first = await support.conversation(id).start("Where is order 42?").result;
     expect(first.outcome).toBe("completed");
-    // Moved, then recovered as moved (RecoveryCause.Moved): no read of its
+    // Moved by its preparation (docs/decisions/0119: no statement of its
+    // own), then recovered as moved (RecoveryCause.Moved): no read of its
     // rows, its queue or the open scan before it ran, nothing filed.
-    expect(sent.filter((statement) => statement.text.includes("home_conversation"))).toHaveLength(1);
+    expect(sent.filter((statement) => statement.text.includes("home_conversation"))).toHaveLength(0);
+    expect(grouped.filter((text) => text.includes("home_conversation") && text.includes("prepare_execution"))).toHaveLength(1);
     expect(naming(sent, id).filter((text) => /FROM executions|FROM queued_messages|approval_inbox/.test(text))).toEqual([]);
     expect(await inboxRows(schema)).toBe(0);
     const homes = await withClient((client) => client.query(`SELECT agent_id, partition, moved_by FROM ${schema}.conversation_homes`));

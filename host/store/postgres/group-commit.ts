@@ -16,7 +16,10 @@
 //   matched no row) is not an error and does not disturb its group-mates.
 // * A statement that fails (a constraint, a deadlock) aborts its whole
 //   group, which wrote nothing then; each member is sent again alone, so
-//   the failure reaches only the operation that caused it.
+//   the failure reaches only the operation that caused it. A member alone
+//   chosen as a deadlock's victim is sent once more (its other party has
+//   ended by then): two processes preparing one new conversation, one of
+//   them moving it, wait for each other so (docs/decisions/0119).
 // * A group's statements run in the order of their partitions (`order`),
 //   so every group takes its partitions' fence locks in one order, the
 //   order a takeover takes them in (docs/decisions/0042): a group and a
@@ -125,7 +128,7 @@ export class GroupCommit {
 
   /** Sends the group on a pooled connection and settles every member;
    * `began`: when it left the queue (its wait for the connection counted). */
-  private async deliver(members: readonly Member[], began: number): Promise<void> {
+  private async deliver(members: readonly Member[], began: number, again = false): Promise<void> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -152,6 +155,9 @@ export class GroupCommit {
       // The implicit transaction rolled back; the connection is idle again.
       client.release();
       if (members.length === 1) {
+        // Chosen as a deadlock's victim: nothing was written, and the
+        // transaction it waited for has ended — sent again, once.
+        if (!again && isDeadlock(error)) return this.deliver(members, performance.now(), true);
         members[0]!.reject(error);
         return;
       }
@@ -163,4 +169,9 @@ export class GroupCommit {
       member.resolve(Number((results[index]?.rows[0] as { applied?: unknown } | undefined)?.applied ?? 0));
     });
   }
+}
+
+/** PostgreSQL's `deadlock_detected` (40P01). */
+function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "40P01";
 }

@@ -166,6 +166,8 @@ export class PartitionBook {
    * (`conversation_homes`, docs/decisions/0101) that this process knows of:
    * moved here, read at a takeover's scan, or learnt from a refused write. */
   private readonly homes = new Map<string, number>();
+  /** Moves noted by `moveWithPreparation`, their preparation not answered yet. */
+  private readonly movesPending = new Map<string, MoveAsked>();
   /** Conversations this process moved here, with the epoch of the home
    * partition the move was fenced by: nothing of them anywhere then, and
    * nobody else can write them while that epoch is held here. */
@@ -198,18 +200,68 @@ export class PartitionBook {
    * conversation had nothing left anywhere, docs/decisions/0112): it lives
    * in its natural partition again. */
   forgetHome(agentId: string): void {
+    this.movesPending.delete(agentId);
     if (!this.homes.delete(agentId)) return;
     this.moved.delete(agentId);
     if (this.asked.has(agentId)) this.asked.set(agentId, this.naturalPartitionOf(agentId));
   }
 
-  /** Moved here by this process, and its home still held at the move's epoch. */
+  /** Moved here by this process (or its move on its way with its
+   * preparation), and its home still held at the move's epoch. */
   movedHere(agentId: string): boolean {
     const epoch = this.moved.get(agentId);
     if (epoch === undefined) return false;
     if (this.heldAt(agentId, epoch)) return true;
     this.moved.delete(agentId);
+    this.cancelMove(agentId);
     return false;
+  }
+
+  /** `TakeHere` carried out by the conversation's next preparation
+   * (docs/decisions/0119): no statement now. The partition it goes to (a
+   * live one held here, as `homeHere` picks) is noted as its home at once
+   * — its fence, its group's order — and the move travels inside the
+   * preparation's transaction (`movingPrepareStatement`), whose answer is
+   * the move's (`moveAnswered`). False, noting nothing: a home is known
+   * already (the start is then placed by it), or nothing is held here live. */
+  moveWithPreparation(agentId: string): boolean {
+    if (this.homes.has(agentId)) return false;
+    const now = performance.now();
+    const live = this.states.flatMap((state) => (state.held && now < state.admitUntil && state.grant !== undefined ? [state.grant] : []));
+    if (live.length === 0) return false;
+    const target = live[partitions.partitionOf(agentId, live.length)]!;
+    if (target.partition === this.naturalPartitionOf(agentId)) return false;
+    startTiming.phase(agentId, "moving");
+    this.movesPending.set(agentId, { agentId, partition: target.partition, epoch: target.epoch });
+    this.noteHome(agentId, target.partition);
+    this.moved.set(agentId, target.epoch);
+    startTiming.phase(agentId, "moved");
+    return true;
+  }
+
+  /** The move the conversation's next preparation carries, if one is
+   * pending and its partition is still held at the move's epoch (else it
+   * is dropped: the preparation goes by the natural fence, which refuses it). */
+  pendingMoveOf(agentId: string): MoveAsked | undefined {
+    const move = this.movesPending.get(agentId);
+    if (move === undefined || this.movedHere(agentId)) return move;
+    return undefined;
+  }
+
+  /** The preparation that carried the move answered: `livesIn` undefined,
+   * moved (or homed here before: the preparation ran); else the move was
+   * refused and the conversation lives in `livesIn` (its natural
+   * partition, or the home another process gave it), noted. */
+  moveAnswered(agentId: string, livesIn: number | undefined): void {
+    if (!this.movesPending.delete(agentId) || livesIn === undefined) return;
+    this.forgetHome(agentId);
+    this.noteHome(agentId, livesIn);
+  }
+
+  /** A pending move dropped unanswered (its preparation failed, or was
+   * never sent): the conversation's home is not known to be made. */
+  cancelMove(agentId: string): void {
+    if (this.movesPending.delete(agentId)) this.forgetHome(agentId);
   }
 
   /** A conversation's home this process knows of (undefined: none known). */

@@ -82,7 +82,7 @@ export function statusesOf(operation: CompareAndSetOperation): readonly Executio
 
 // -- prepare ------------------------------------------------------------------------
 
-export function prepareStatement(operation: PrepareExecutionOperation, fence: Fence | undefined, writeId: string): Statement {
+export function prepareStatement(operation: PrepareExecutionOperation, fence: Fence | undefined, writeId: string): Statement & { readonly call: string } {
   const blocked = operation.blockedBy !== undefined;
   const barrier = blocked || operation.firstBarrier === undefined ? undefined : firstBarrierOperation(operation, operation.firstBarrier);
   const revision = barrier === undefined ? 1 : firstBarrierRevision;
@@ -100,7 +100,7 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
   // replacing preparation is never the first: what it replaces is an
   // earlier execution's.
   const replacing = operation.replaceFrom !== undefined && !blocked;
-  const sql = `SELECT ${replacing ? `prepare_execution_replacing_decided(${verdictsArgument(operation.replaceVerdicts ?? [])}, ${text(operation.replaceFrom!)}, ` : "prepare_execution_reporting_first("}${[
+  const call = `${replacing ? `prepare_execution_replacing_decided(${verdictsArgument(operation.replaceVerdicts ?? [])}, ${text(operation.replaceFrom!)}, ` : "prepare_execution_reporting_first("}${[
     text(operation.executionId),
     text(operation.agentId),
     text(blocked ? "terminal" : "active"),
@@ -117,8 +117,52 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     text(writeId),
     ...journalArguments(journal),
     String(revision),
-  ].join(", ")}) AS applied`;
-  return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
+  ].join(", ")})`;
+  return {
+    sql: `SELECT ${call} AS applied`,
+    call,
+    value: preparedValue(operation),
+    after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata },
+  };
+}
+
+/**
+ * A preparation that carries its conversation's move (`TakeHere`,
+ * docs/decisions/0119): one statement, in the preparation's group, so the
+ * move has no round trip (nor commit) of its own. `home_conversation`
+ * (0101: the conversation's lock, its checks, its home written) runs
+ * first; the preparation only when it answered `moved`, or `home` in the
+ * partition asked (moved there before); otherwise nothing is written and
+ * the statement answers `-1 - partition`, where the conversation lives
+ * (`movedAnswerOf`). The move's lock waits at most `waitMs` (then
+ * refused); its checks and its home are in the preparation's transaction,
+ * committed — and flushed — with it, or not at all.
+ */
+export function movingPrepareStatement(
+  operation: PrepareExecutionOperation,
+  fence: Fence | undefined,
+  writeId: string,
+  move: { readonly agentId: string; readonly partition: number; readonly epoch: number },
+  owner: string,
+  waitMs: number,
+): Statement {
+  const prepared = prepareStatement(operation, fence, writeId);
+  const partition = integer(move.partition, "move.partition");
+  const sql = `SELECT CASE WHEN moved.home_outcome = 'moved' OR (moved.home_outcome = 'home' AND moved.home_partition = ${partition}) THEN ${prepared.call} ELSE -1 - moved.home_partition END AS applied FROM home_conversation(${[
+    text(move.agentId),
+    text(owner),
+    partition,
+    integer(move.epoch, "move.epoch"),
+    integer(Math.max(1, Math.floor(waitMs)), "move.waitMs"),
+  ].join(", ")}) AS moved`;
+  return { ...prepared, sql };
+}
+
+/** A moving preparation's answer (`movingPrepareStatement`): the partition
+ * the conversation lives in when the move was refused (nothing written),
+ * undefined when the preparation ran (its own answer then). */
+export function movedAnswerOf(applied: number): number | undefined {
+  return applied < 0 ? -1 - applied : undefined;
 }
 
 /** The core's verdicts a replacing preparation carries, as an SQL array
