@@ -76,6 +76,7 @@
 import { InvalidInputError, OffloadFullError, StoreError, type PhronomyError } from "../errors.js";
 import { rebuildError } from "./error-transfer.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
+import { assertOperationData } from "./plain-data.js";
 import type { StoreWorker } from "./sqlite/start-worker.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
@@ -527,7 +528,7 @@ export class Offload {
       // called for every value cost a third of it), then the walk that
       // refuses what JSON would have dropped silently (docs/decisions/0103).
       const text = JSON.stringify(operations);
-      assertPlainData(operations);
+      for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
       request = { type: "commit", group: this.groupsSent, count: entries.length, operations: text };
       worker.port.postMessage(request);
     } catch (error) {
@@ -777,32 +778,6 @@ function settleTransferred(entry: Entry, settlement: TransferredSettlement | und
   if (settlement === undefined) entry.reject(new StoreError(`the store worker for ${path} returned fewer settlements than operations`));
   else if (settlement.ok) entry.resolve(settlement.value);
   else entry.reject(rebuildError(settlement.error));
-}
-
-/** Throws on what JSON.stringify would silently drop (a function, a
- * symbol) among the values it writes: an operation is plain data or it is
- * refused. It visits what JSON.stringify visits — own enumerable keys, an
- * array's items, a `toJSON` method's result in place of its object — and
- * runs after it, so the value has no cycle (JSON.stringify threw on one). */
-export function assertPlainData(value: unknown, key: string | number = ""): void {
-  if (typeof value === "object" && value !== null && typeof (value as { readonly toJSON?: unknown }).toJSON === "function") {
-    // As JSON.stringify: the method's result is written, once, in its place.
-    assertPlainValue((value as { toJSON(key: string): unknown }).toJSON(String(key)));
-  } else assertPlainValue(value);
-}
-
-/** `assertPlainData` of a value after its `toJSON`. */
-function assertPlainValue(value: unknown): void {
-  if (typeof value !== "object" || value === null) {
-    if (typeof value === "function" || typeof value === "symbol") throw new TypeError(`a ${typeof value} is not plain data`);
-    return;
-  }
-  const object = value as { readonly [key: string]: unknown };
-  if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index += 1) assertPlainData(value[index], index);
-    return;
-  }
-  for (const key in object) if (Object.hasOwn(object, key)) assertPlainData(object[key], key);
 }
 
 export function checkCapacity(capacity: number): void {

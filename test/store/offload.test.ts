@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError } from "../../host/errors.js";
-import { assertPlainData, Offload, type OffloadPolicy } from "../../host/store/offload.js";
+import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
+import { assertOperationData, assertPlainData } from "../../host/store/plain-data.js";
 import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type { StepKind } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
@@ -383,6 +384,86 @@ describe("offload input checks", () => {
     // toJSON is given the key it is written under.
     expect(() => assertPlainData({ keyed: { toJSON: (key: string) => (key === "keyed" ? "fine" : () => 1) } })).not.toThrow();
     expect(() => assertPlainData([{ toJSON: (key: string) => (key === "0" ? "fine" : () => 1) }])).not.toThrow();
+  });
+
+  it("a run's operations are walked in each value user code gave, under the key JSON writes it with; other operations whole", () => {
+    const fn = () => 1;
+    const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+    const step = (payload: unknown) => ({ kind: "note", at: 1, payload });
+    const journal = (content: unknown) => ({ executionId: "e", role: "user", content, at: 1 });
+    const call = (fields: object) => ({ callId: "c", toolName: "t", input: {}, idempotencyKey: "e:c", ...fields });
+    const prepare = (fields: object) => ({
+      type: "prepareExecution",
+      executionId: "e",
+      agentId: "a",
+      mode: "invoke",
+      input: "hi",
+      config: {},
+      journal: [],
+      at: 1,
+      ...fields,
+    });
+    const barrier = (fields: object) => ({
+      type: "toolBarrier",
+      executionId: "e",
+      expectedRevision: 1,
+      toolBatch: [],
+      steps: [],
+      usage,
+      turns: 1,
+      at: 1,
+      ...fields,
+    });
+    const terminal = (fields: object) => ({
+      type: "terminalCommit",
+      executionId: "e",
+      expectedRevision: 1,
+      outcome: "completed",
+      output: null,
+      error: null,
+      usage,
+      approvalRequest: null,
+      handoff: null,
+      steps: [],
+      journal: [],
+      at: 1,
+      ...fields,
+    });
+    const refused = [
+      prepare({ input: { deep: [fn] } }),
+      prepare({ config: { budget: fn } }),
+      prepare({ blockedBy: { code: "X", message: "m", details: { fn } } }),
+      prepare({ journal: [journal({ parts: [Symbol("s")] })] }),
+      { type: "providerBarrier", executionId: "e", expectedRevision: 1, callId: "c", steps: [step({ fn })], usage, turns: 1, at: 1 },
+      barrier({ toolBatch: [call({ input: { fn } })] }),
+      barrier({ toolBatch: [call({ response: [fn] })] }),
+      barrier({ toolBatch: [call({ failed: { code: "X", message: "m", details: fn } })] }),
+      barrier({ steps: [step({ toJSON: (key: string) => (key === "payload" ? fn : "fine") })] }),
+      terminal({ output: { fn } }),
+      terminal({ error: { code: "X", message: "m", details: { fn } } }),
+      terminal({ approvalRequest: { fn } }),
+      terminal({ handoff: { fn } }),
+      terminal({ steps: [step([fn])] }),
+      terminal({ journal: [journal(fn)] }),
+      terminal({ outcome: "suspended", toolBatch: [call({ input: { fn } })] }),
+      { type: "approvalCommit", executionId: "e", expectedRevision: 1, approvalId: "p", approved: true, reason: fn, argumentsHash: "h", at: 1 },
+      { type: "ensureAgent", agentId: fn, at: 1 },
+    ];
+    for (const operation of refused) expect(() => assertOperationData(operation as never), JSON.stringify(operation)).toThrow(/is not plain data/);
+    // A toJSON is called with the key JSON writes the value under.
+    const keyed = (expected: string) => ({ toJSON: (key: string) => (key === expected ? "fine" : fn) });
+    expect(() =>
+      assertOperationData(
+        terminal({
+          output: keyed("output"),
+          steps: [step(keyed("payload"))],
+          journal: [journal(keyed("content"))],
+          outcome: "suspended",
+          toolBatch: [call({ input: keyed("input") })],
+        }) as never,
+      ),
+    ).not.toThrow();
+    expect(() => assertOperationData(prepare({ input: keyed("input"), config: keyed("config") }) as never)).not.toThrow();
   });
 
   it("refuses a malformed operation synchronously with InvalidInputError, before queueing", async () => {

@@ -16,6 +16,7 @@ import { queueStoreOf } from "../../host/store/queue.js";
 import { openBetterSqlite3, type SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { applicationId, migrations, schemaVersion, writeFewerPages } from "../../host/store/sqlite/schema.js";
 import { definitionMigration } from "../../host/store/sqlite/page-counts.js";
+import { selectedForUpdate } from "../../host/store/sqlite/compare-and-set.js";
 import { lastStep, payloadsOfKind, timelineMigration, timelineOf } from "../../host/store/sqlite/timeline.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { agentRunModel, approvalRefundTool, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
@@ -194,7 +195,8 @@ describe("the timeline keyed by the execution's rowid (migration 14, docs/decisi
           )
           .map((row) => String(row["detail"]))
           .join("; ");
-      for (const sql of [timelineOf, lastStep, payloadsOfKind]) {
+      // A write that reads its row first reads where its steps go with it.
+      for (const sql of [timelineOf, lastStep, payloadsOfKind, selectedForUpdate]) {
         const read = plan(sql);
         expect(read, sql).toMatch(/SEARCH executions USING (COVERING )?INDEX sqlite_autoindex_executions_1 \(execution_id=\?\)/);
         expect(read, sql).toMatch(/SEARCH steps USING (COVERING )?INDEX sqlite_autoindex_steps_1 \(execution_rowid=\?/);

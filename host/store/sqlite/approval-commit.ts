@@ -10,7 +10,7 @@
 import { ApprovalMismatchError } from "../../errors.js";
 import type { ApprovalCommitOperation, CommittedRevision, ExecutionMetadata, Json } from "../records.js";
 import { compareAndSet, selectForUpdate } from "./compare-and-set.js";
-import { appendSteps } from "./timeline.js";
+import { appendStepsAt } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
 
@@ -32,7 +32,7 @@ export function approvalCommit(connection: SqliteConnection, operation: Approval
   `,
     [jsonText(decided), jsonText(metadata), operation.at],
   );
-  appendSteps(connection, operation.executionId, [{ kind: "approval_decided", at: operation.at, payload: decidedStepPayload(operation, revision) }]);
+  appendStepsAt(connection, current.end, [{ kind: "approval_decided", at: operation.at, payload: decidedStepPayload(operation, revision) }]);
   return { revision };
 }
 

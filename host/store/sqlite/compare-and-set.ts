@@ -9,6 +9,7 @@ import { ExecutionRehydrationRequiredError } from "../../errors.js";
 import type { ExecutionMetadata, ExecutionStatusName, Json, JournalRecord } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
+import { timelineEndOf, type TimelineEnd } from "./timeline.js";
 
 export interface CompareAndSetOperation {
   readonly type: string;
@@ -21,14 +22,15 @@ export interface CurrentExecution {
   readonly agentId: string;
   readonly metadata: ExecutionMetadata;
   readonly approvalRequest: Json;
+  /** Where the write's steps go (`appendStepsAt`): every write that reads
+   * the row here appends steps after its UPDATE, which writes no step. */
+  readonly end: TimelineEnd;
 }
 
 /** Reads what the write needs and refuses, before writing anything, when
  * the execution moved on (or never existed, or is in the wrong status). */
 export function selectForUpdate(connection: SqliteConnection, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): CurrentExecution {
-  const row = connection
-    .prepare("SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = ?")
-    .get(operation.executionId);
+  const row = connection.prepare(selectedForUpdate).get(operation.executionId);
   if (row === undefined) {
     throw new ExecutionRehydrationRequiredError(
       `execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`,
@@ -46,8 +48,15 @@ export function selectForUpdate(connection: SqliteConnection, operation: Compare
     agentId: String(row["agent_id"]),
     metadata: JSON.parse(String(row["metadata"])) as ExecutionMetadata,
     approvalRequest: JSON.parse(String(row["approval_request"])) as Json,
+    end: timelineEndOf(row),
   };
 }
+
+/** `selectForUpdate`'s read, with the timeline's end (`lastStep`'s columns). */
+export const selectedForUpdate = `
+  SELECT agent_id, revision, status, metadata, approval_request, rowid AS execution_rowid,
+         coalesce((SELECT max(seq) FROM steps WHERE steps.execution_rowid = executions.rowid), 0) AS last
+  FROM executions WHERE execution_id = ?`;
 
 /** What a refusal of `selectForUpdate` names (built only for a refusal:
  * every write of every run passes here). */

@@ -40,7 +40,9 @@ export type SqliteValue = string | number | bigint | null | Uint8Array;
 export type SqliteRow = { readonly [column: string]: SqliteValue };
 
 export interface SqliteStatement {
-  run(...parameters: SqliteValue[]): { readonly changes: number };
+  /** `lastInsertRowid`: the rowid of the last row an INSERT wrote on this
+   * connection (not one its triggers wrote). */
+  run(...parameters: SqliteValue[]): { readonly changes: number; readonly lastInsertRowid: number | bigint };
   get(...parameters: SqliteValue[]): SqliteRow | undefined;
   all(...parameters: SqliteValue[]): SqliteRow[];
 }
@@ -234,7 +236,7 @@ export function openBetterSqlite3(path: string, options: OpenConnectionOptions =
 // -- Bun: bun:sqlite ---------------------------------------------------------------
 
 interface BunStatement {
-  run(...parameters: SqliteValue[]): { changes: number };
+  run(...parameters: SqliteValue[]): { changes: number; lastInsertRowid: number | bigint };
   get(...parameters: SqliteValue[]): SqliteRow | null;
   all(...parameters: SqliteValue[]): SqliteRow[];
 }
@@ -261,7 +263,8 @@ function openBunSqlite(path: string, options: OpenConnectionOptions): SqliteConn
       return {
         run(...parameters) {
           checkParameters(parameters);
-          return { changes: statement.run(...parameters).changes };
+          const { changes, lastInsertRowid } = statement.run(...parameters);
+          return { changes, lastInsertRowid };
         },
         get(...parameters) {
           checkParameters(parameters);
@@ -280,7 +283,7 @@ function openBunSqlite(path: string, options: OpenConnectionOptions): SqliteConn
 // -- Deno: node:sqlite -----------------------------------------------------------
 
 interface NodeSqliteStatement {
-  run(...parameters: SqliteValue[]): { changes: number | bigint };
+  run(...parameters: SqliteValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   get(...parameters: SqliteValue[]): SqliteRow | undefined;
   all(...parameters: SqliteValue[]): SqliteRow[];
 }
@@ -310,7 +313,11 @@ function openNodeSqlite(path: string, options: OpenConnectionOptions): SqliteCon
     prepare(sql) {
       const statement = named(() => database.prepare(sql));
       return {
-        run: (...parameters) => named(() => ({ changes: Number(statement.run(...parameters).changes) })),
+        run: (...parameters) =>
+          named(() => {
+            const { changes, lastInsertRowid } = statement.run(...parameters);
+            return { changes: Number(changes), lastInsertRowid };
+          }),
         get: (...parameters) => named(() => statement.get(...parameters)),
         all: (...parameters) => named(() => statement.all(...parameters)),
       };

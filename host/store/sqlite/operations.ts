@@ -38,7 +38,7 @@ import { cancelQueued, enqueueMessage } from "./queue.js";
 import { reopenExecution } from "./reopen.js";
 import { replaceRefusal } from "../replace-from.js";
 import { appendJournal, compareAndSet, selectForUpdate } from "./compare-and-set.js";
-import { appendSteps } from "./timeline.js";
+import { appendSteps, appendStepsAt, type TimelineEnd } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { fileChildRows } from "./child-filings.js";
@@ -94,21 +94,27 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   const input: StepRecord = { kind: "input", at: operation.at, payload: operation.input };
   if (operation.blockedBy !== undefined) {
     // A blocked input never enters the conversation memory: no journal.
-    insertExecution(connection, operation, { status: "terminal", phase: "terminal", metadata, error: operation.blockedBy });
-    appendSteps(connection, operation.executionId, [input, { kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
+    const end = insertExecution(connection, operation, { status: "terminal", phase: "terminal", metadata, error: operation.blockedBy });
+    appendStepsAt(connection, end, [input, { kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
     return { outcome: "terminal", revision: 1, error: operation.blockedBy };
   }
   if (operation.firstBarrier !== undefined) {
     const barrier = firstBarrierOperation(operation, operation.firstBarrier);
     const revision = firstBarrierRevision;
-    insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata(metadata, barrier), error: null, revision });
-    appendSteps(connection, operation.executionId, [input, barrierStep(barrier, revision)]);
+    const end = insertExecution(connection, operation, {
+      status: "active",
+      phase: "calling_llm",
+      metadata: barrierMetadata(metadata, barrier),
+      error: null,
+      revision,
+    });
+    appendStepsAt(connection, end, [input, barrierStep(barrier, revision)]);
     if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
     appendJournal(connection, operation.agentId, operation.journal);
     return { outcome: "active", revision: 1, firstBarrierRevision: revision, ...first };
   }
-  insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
-  appendSteps(connection, operation.executionId, [input]);
+  const end = insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
+  appendStepsAt(connection, end, [input]);
   if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
   appendJournal(connection, operation.agentId, operation.journal);
   return { outcome: "active", revision: 1, ...first };
@@ -186,8 +192,12 @@ interface InitialState {
   readonly revision?: number;
 }
 
-function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
-  connection
+/** Writes the new executions row; where its steps go. A new row's timeline
+ * holds at most the queued step (seq 0) its admission trigger moved there,
+ * so its first step is seq 1 either way; its rowid is the insert's (not the
+ * trigger's: SQLite restores the last insert rowid when a trigger ends). */
+function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): TimelineEnd {
+  const { lastInsertRowid } = connection
     .prepare(`
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, definition, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
@@ -209,6 +219,7 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
       operation.at,
       operation.at,
     );
+  return { executionRowid: Number(lastInsertRowid), last: 0 };
 }
 
 export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
@@ -292,7 +303,7 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
   const finalStep: StepRecord = suspended
     ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
-  appendSteps(connection, operation.executionId, [...operation.steps, finalStep]);
+  appendStepsAt(connection, current.end, [...operation.steps, finalStep]);
   appendJournal(connection, current.agentId, operation.journal);
   // A child's end for its parent, a parent's end for its child (decision 0079).
   const woken = fileChildRows(connection, current, operation);

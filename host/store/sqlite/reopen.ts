@@ -7,7 +7,7 @@
 
 import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
 import { compareAndSet, selectForUpdate } from "./compare-and-set.js";
-import { appendSteps } from "./timeline.js";
+import { appendStepsAt } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
 import { replacedRetry } from "../replace-from.js";
@@ -27,6 +27,6 @@ export function reopenExecution(connection: SqliteConnection, operation: ReopenE
   `,
     [operation.status, operation.phase, jsonText(operation.metadata), operation.at],
   );
-  appendSteps(connection, operation.executionId, [{ kind: "retried", at: operation.at, payload: operation.step }]);
+  appendStepsAt(connection, current.end, [{ kind: "retried", at: operation.at, payload: operation.step }]);
   return { revision };
 }

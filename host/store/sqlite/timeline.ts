@@ -69,15 +69,35 @@ export function keyTimelineByRowid(connection: SqliteConnection): void {
   for (const statement of timelineMigration) connection.exec(statement);
 }
 
+/** Where an execution's next steps go: its executions row's rowid and the
+ * seq of its last step (0 for none, or for a queued step's 0). */
+export interface TimelineEnd {
+  readonly executionRowid: number;
+  readonly last: number;
+}
+
 /** Appends steps after the execution's last (seq 1 for its first, after a
  * queued step's 0). The executions row must be written first. */
 export function appendSteps(connection: SqliteConnection, executionId: string, steps: readonly StepRecord[]): void {
   const found = connection.prepare(lastStep).get(executionId);
   if (found === undefined) throw new StoreError(`cannot append steps to execution ${executionId}: it is not in the store at ${connection.path}`);
-  const executionRowid = Number(found["execution_rowid"]);
-  let seq = Number(found["last"]);
+  appendStepsAt(connection, timelineEndOf(found), steps);
+}
+
+/** Appends steps after `end`, read in this transaction by the statement
+ * that read or wrote the executions row already (`selectForUpdate`, a new
+ * row's insert), so the append does not read the row again
+ * (docs/decisions/0122). */
+export function appendStepsAt(connection: SqliteConnection, end: TimelineEnd, steps: readonly StepRecord[]): void {
+  let seq = end.last;
   const insert = connection.prepare("INSERT INTO steps (execution_rowid, seq, kind, at, payload) VALUES (?, ?, ?, ?, ?)");
-  for (const step of steps) insert.run(executionRowid, (seq += 1), step.kind, step.at, jsonText(step.payload));
+  for (const step of steps) insert.run(end.executionRowid, (seq += 1), step.kind, step.at, jsonText(step.payload));
+}
+
+/** The `TimelineEnd` of a row with `execution_rowid` and `last` (`lastStep`,
+ * `selectForUpdate`). */
+export function timelineEndOf(row: { readonly [column: string]: unknown }): TimelineEnd {
+  return { executionRowid: Number(row["execution_rowid"]), last: Number(row["last"]) };
 }
 
 /** Statements' texts, exported for the plan test (every one reads by index). */
