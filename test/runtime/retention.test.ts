@@ -222,9 +222,9 @@ describe("background pruning", () => {
       let started = 0;
       // Waves for ≈2.5 s: the first executions pass their retention while later ones run.
       const until = Date.now() + 2_500;
-      // At least 21 started, however slow the machine: the assertions below
-      // need the first ones past their retention while later ones run.
-      while ((Date.now() < until || started <= 20) && held.size < agents.length) {
+      // And on until at least 21 started, however slow the machine (unless
+      // every conversation is held: none could start).
+      while (Date.now() < until || (started <= 20 && held.size < agents.length)) {
         const wave = agents.filter((agent) => !held.has(agent.id) && random() < 0.7);
         await Promise.all(
           wave.map(async (agent) => {
