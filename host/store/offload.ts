@@ -700,15 +700,7 @@ export class Offload {
     }
     worker.thread.removeAllListeners("exit");
     worker.thread.ref();
-    const closed = new Promise<void>((resolve) => {
-      worker.port.on("message", (reply: WorkerReply) => {
-        if (reply.type === "closed") resolve();
-      });
-      worker.thread.once("exit", () => resolve());
-    });
-    worker.port.postMessage({ type: "close" } satisfies WorkerRequest);
-    await closed;
-    await stopWorker(worker);
+    await closeThenStop(worker);
   }
 
   /** The current worker ended. Before it was ready, the startup wait
@@ -786,8 +778,9 @@ export function checkCapacity(capacity: number): void {
   }
 }
 
-/** Closes a worker that holds nothing (its connection, then its thread). */
-async function retire(worker: StoreWorker): Promise<void> {
+/** Closes a worker that holds nothing: its connection (until it says so,
+ * or its thread ends), then its thread. */
+async function closeThenStop(worker: StoreWorker): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     worker.port.on("message", (reply: WorkerReply) => {
       if (reply.type === "closed") resolve();
@@ -796,7 +789,13 @@ async function retire(worker: StoreWorker): Promise<void> {
   });
   worker.port.postMessage({ type: "close" } satisfies WorkerRequest);
   await closed;
-  await stopWorker(worker).catch(() => undefined);
+  await stopWorker(worker);
+}
+
+/** A worker sent to rest: closed and stopped; a failure to stop it is
+ * its own (the offload no longer holds it). */
+async function retire(worker: StoreWorker): Promise<void> {
+  await closeThenStop(worker).catch(() => undefined);
 }
 
 async function stopWorker(worker: StoreWorker): Promise<void> {

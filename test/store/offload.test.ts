@@ -239,17 +239,13 @@ describe("the adaptive offload's worker rests when idle (decision 0121)", () => 
   const inline = (operations: readonly OffloadOperation[]) => operations.map((operation) => ({ ok: true as const, value: `inline:${operation.type}` }));
   const burst = (offload: Offload, count: number) =>
     Promise.all(Array.from({ length: count }, (_, index) => offload.submit({ type: "ensureAgent", agentId: `agent-${index}`, at: 1 })));
+  /** An offload on the protocol worker (`started` counts its workers) that rests after `restMs`. */
+  const startResting = (started: { count: number }, policy: "adaptive" | "worker", restMs: number) =>
+    Offload.start({ policy, capacity: 100, path: "/test/agents.db", commitInline: inline, startWorker: protocolWorker(started), restMs });
 
   it("stops its worker after restMs idle, commits lone operations inline meanwhile, and starts a new one for a group", async () => {
     const started = { count: 0 };
-    const offload = await Offload.start({
-      policy: "adaptive",
-      capacity: 100,
-      path: "/test/agents.db",
-      commitInline: inline,
-      startWorker: protocolWorker(started),
-      restMs: 50,
-    });
+    const offload = await startResting(started, "adaptive", 50);
     await offload.workerStarted;
     expect(await burst(offload, 20)).toContain("worker:ensureAgent");
     await until(() => offload.statistics.workerState === "resting");
@@ -271,36 +267,15 @@ describe("the adaptive offload's worker rests when idle (decision 0121)", () => 
 
   it("a close while it rests or while it wakes finishes; the worker policy never rests", async () => {
     const started = { count: 0 };
-    const resting = await Offload.start({
-      policy: "adaptive",
-      capacity: 100,
-      path: "/test/agents.db",
-      commitInline: inline,
-      startWorker: protocolWorker(started),
-      restMs: 20,
-    });
+    const resting = await startResting(started, "adaptive", 20);
     await until(() => resting.statistics.workerState === "resting");
     await resting.close();
-    const waking = await Offload.start({
-      policy: "adaptive",
-      capacity: 100,
-      path: "/test/agents.db",
-      commitInline: inline,
-      startWorker: protocolWorker(started),
-      restMs: 20,
-    });
+    const waking = await startResting(started, "adaptive", 20);
     await until(() => waking.statistics.workerState === "resting");
     const woken = burst(waking, 5);
     await waking.close();
     expect(await woken).toHaveLength(5);
-    const always = await Offload.start({
-      policy: "worker",
-      capacity: 100,
-      path: "/test/agents.db",
-      commitInline: inline,
-      startWorker: protocolWorker(started),
-      restMs: 20,
-    });
+    const always = await startResting(started, "worker", 20);
     await burst(always, 5);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(always.statistics).toMatchObject({ workerState: "ready", workerRests: 0 });
