@@ -54,7 +54,7 @@
 // rate when many are in flight. "× floor" is the figure over that.
 
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -110,6 +110,21 @@ function range(values: readonly number[], digits = 0): string {
 const gcRss = memoryAfterGc;
 
 const mb = (bytes: number) => bytes / 2 ** 20;
+
+/** The kernel's page cache not yet on disk (/proc/meminfo Dirty and
+ * Writeback, MB), printed before a section whose rates depend on fsync:
+ * a section measured while an earlier one's pages are still being written
+ * back waits behind them. "" where /proc/meminfo is not (not Linux). */
+function unwritten(): string {
+  let text: string;
+  try {
+    text = readFileSync("/proc/meminfo", "utf8");
+  } catch {
+    return "";
+  }
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN);
+  return `page cache not yet on disk: Dirty ${(kib("Dirty") / 1024).toFixed(0)} MB, Writeback ${(kib("Writeback") / 1024).toFixed(0)} MB`;
+}
 
 /** fdatasync of one overwritten 4 KB page, per second. */
 function fdatasyncFloor(directory: string, durationMs: number): number {
@@ -617,6 +632,7 @@ the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), t
     try {
       await admin.connect();
       for (let index = 0; index < PEERS_ROUNDS; index += 1) {
+        console.log(`  PostgreSQL round ${index + 1} starts; ${unwritten()}`);
         postgres.push(await postgresRound(schemas, index));
         console.log(describePostgres(postgres.at(-1)!, index));
       }
