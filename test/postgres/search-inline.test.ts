@@ -11,7 +11,6 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { executionsFillfactor } from "../../host/store/postgres/hot-barriers.js";
 import { documentOf } from "../../host/store/postgres/pages.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
-import { repairRowsAfter } from "../../host/store/postgres/repairs-after.js";
 import { migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
 import { compareAndSetStatement, prepareStatement, readKnownRow, type CompareAndSetOperation } from "../../host/store/postgres/statements.js";
 import { prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
@@ -72,10 +71,9 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
     );
     expect((await client.query<{ applied: number }>(old)).rows[0]!.applied).toBe(1);
     expect(await triggerCalls()).toBe(1);
-    // A writer of the output that leaves `search` (here by hand): the update trigger recomputes it
-    // (from migration 30 an AFTER trigger's repair, `repairs-after.ts`).
+    // A writer of the output that leaves `search` (here by hand): the update trigger recomputes it.
     await client.query(`UPDATE executions SET output = '"Knitted by hand"', status = 'terminal', updated_at = 70 WHERE execution_id = 'o-1'`);
-    expect((await triggerCalls()) + (await calls("execution_search_repair"))).toBe(2);
+    expect(await triggerCalls()).toBe(2);
     await client.query("COMMIT");
 
     expect(await documents(schema)).toEqual([
@@ -139,7 +137,7 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
         DROP FUNCTION prepare_execution_reporting_first;
         UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`);
     });
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, repairRowsAfter]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await fillfactor(schema)).toEqual([`fillfactor=${executionsFillfactor}`]);

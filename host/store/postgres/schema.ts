@@ -45,7 +45,6 @@ import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
 import { indexColumnsBarriersKeep, roomForBarriers } from "./hot-barriers.js";
-import { repairRowsAfter } from "./repairs-after.js";
 import { searchTriggersSkipWritten } from "./search-inline.js";
 import { createEventSignals } from "./signals.js";
 import { finishedAtPlain, writeFinishedAt } from "./finished-at.js";
@@ -168,9 +167,7 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118).
  * Version 29: room on new pages for barriers to update in place (`hot-barriers.ts`), and the preparation and the
  *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
- *   docs/decisions/0120).
- * Version 30: the search document and the finish time repaired by AFTER row triggers for the writers that leave them,
- *   no BEFORE UPDATE trigger locking every updated row first (`repairs-after.ts`, docs/decisions/0124). */
+ *   docs/decisions/0120). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -201,7 +198,6 @@ export const migrations: readonly Migration[] = [
   statusAndFinishedAt,
   createPrepareReportingFirst,
   roomAndDocumentsInline,
-  repairRowsAfter,
 ];
 
 /** Migration 29 (docs/decisions/0120). Each part may run again on a schema
