@@ -54,7 +54,7 @@
 // rate when many are in flight. "× floor" is the figure over that.
 
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,7 +71,6 @@ import { measureRawFloor } from "./store/floor.js";
 import { waitsChild } from "./e2e/waits.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 import { measurePeers, peersWanted } from "./peers/run.js";
-import { settleDisk } from "./settle.js";
 import { type PhronomyColumn, printPeersTable } from "./peers/table.js";
 import { APPROVALS_IN_FLIGHT, CRASH_TOTAL, pool, SUSPENDED } from "./peers/workload.js";
 
@@ -111,6 +110,21 @@ function range(values: readonly number[], digits = 0): string {
 const gcRss = memoryAfterGc;
 
 const mb = (bytes: number) => bytes / 2 ** 20;
+
+/** The kernel's page cache not yet on disk (/proc/meminfo Dirty and
+ * Writeback, MB), printed before a section whose rates depend on fsync:
+ * a section measured while an earlier one's pages are still being written
+ * back waits behind them. "" where /proc/meminfo is not (not Linux). */
+function unwritten(): string {
+  let text: string;
+  try {
+    text = readFileSync("/proc/meminfo", "utf8");
+  } catch {
+    return "";
+  }
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN);
+  return `page cache not yet on disk: Dirty ${(kib("Dirty") / 1024).toFixed(0)} MB, Writeback ${(kib("Writeback") / 1024).toFixed(0)} MB`;
+}
 
 /** fdatasync of one overwritten 4 KB page, per second. */
 function fdatasyncFloor(directory: string, durationMs: number): number {
@@ -618,7 +632,7 @@ the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), t
     try {
       await admin.connect();
       for (let index = 0; index < PEERS_ROUNDS; index += 1) {
-        console.log(`  PostgreSQL round ${index + 1}: ${settleDisk()}`);
+        console.log(`  PostgreSQL round ${index + 1} starts; ${unwritten()}`);
         postgres.push(await postgresRound(schemas, index));
         console.log(describePostgres(postgres.at(-1)!, index));
       }
@@ -629,7 +643,7 @@ the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), t
       await admin.end().catch(() => undefined);
     }
   }
-  printPeersTable(await measurePeers(PEERS_ROUNDS, console.log, settleDisk), phronomyColumns(rounds, postgres));
+  printPeersTable(await measurePeers(PEERS_ROUNDS), phronomyColumns(rounds, postgres));
 }
 
 function describe(round: Round, index: number): string {
@@ -852,11 +866,8 @@ async function main(): Promise<void> {
       console.log(describe(rounds.at(-1)!, index));
     }
     table(rounds);
-    // The peers' table before the waits section: its million-row store's
-    // writes would still be on their way to the disk under the peers'
-    // fsyncs (decision 0124).
-    await peersSection(rounds);
     if (ONLY === undefined) await waitsSection(directory);
+    await peersSection(rounds);
   } finally {
     await rm(directory, { recursive: true, force: true });
   }

@@ -288,17 +288,14 @@ async function restateRound(): Promise<PeerRound> {
 const rounds: Record<PeerName, () => Promise<PeerRound>> = { langgraph: langgraphRound, dbos: dbosRound, restate: restateRound };
 
 /** Every wanted peer, `count` rounds each; a peer that fails says why in
- * its round instead of ending the bench. `settle`, when given, runs before
- * each round and its line is logged (`npm run bench`: the disk's written
- * back, as before Phronomy's rounds: bench/settle.ts). */
-export async function measurePeers(count: number, log: (line: string) => void = console.log, settle?: () => string): Promise<PeerResults> {
+ * its round instead of ending the bench. */
+export async function measurePeers(count: number, log: (line: string) => void = console.log): Promise<PeerResults> {
   installPeers();
   if (here !== peersSource) linkModules();
   const results: PeerResults = {};
   for (const peer of peersWanted()) {
     const list: PeerRound[] = [];
     for (let index = 0; index < count; index += 1) {
-      if (settle) log(`  ${peerTitles[peer]} round ${index + 1}: ${settle()}`);
       const began = performance.now();
       let round: PeerRound;
       try {
