@@ -41,7 +41,9 @@
 // — LangGraph.js on SQLite, DBOS on the same PostgreSQL, Restate's server —
 // over BENCH_PEERS_ROUNDS rounds (default 1), beside Phronomy's figures of
 // this run and as a ratio to the best peer. BENCH_PEERS=langgraph,dbos,restate
-// picks peers, `none` skips the table.
+// picks peers, `none` skips the table. Each PostgreSQL round first prints the
+// page cache not yet on disk (Dirty, Writeback): a round measured behind an
+// earlier section's write-back would wait on it (decision 0124).
 //
 // Beside the rates, the process's CPU (user + system, every thread: the
 // SQLite worker's too) over each measured span, per run (per suspend, per
