@@ -36,7 +36,7 @@
 // the same three processes: `BENCH_PG_PAIRS` (4) pairs of windows of the
 // loop's seconds, own then any, then any then own, alternately, so that
 // the load's drift between windows favours neither; each pair's ratio and
-// added p50 is printed, and their medians (docs/decisions/0127).
+// added p50 is printed, and their median and mean (docs/decisions/0127).
 
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -170,6 +170,8 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     };
     if (routings.length === 2) {
       const pairs = Number(process.env["BENCH_PG_PAIRS"] ?? 4);
+      if (!Number.isInteger(pairs) || pairs < 1)
+        throw new Error(`BENCH_PG_PAIRS: a positive whole number of window pairs, not "${process.env["BENCH_PG_PAIRS"]}"`);
       const interleaved = await spreadInterleaved(url, schema, seconds, pairs);
       for (const routing of routings) {
         console.log(describeSpread(routing, interleaved.pooled[routing], `, ${pairs} windows of ${seconds}s pooled`));
@@ -179,13 +181,20 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
         `  own and random routing interleaved on the same 3 processes: ${pairs} pairs of ${seconds}s windows, own then any, any then own, alternately; per pair any/own runs/s and added p50 (any − own):`,
       );
       console.log(`    ${interleaved.pairs.map((pair) => `${pair.ratio.toFixed(2)}× ${pair.added >= 0 ? "+" : ""}${pair.added.toFixed(1)} ms`).join(" · ")}`);
-      const middle = (values: number[]) =>
-        percentile(
-          [...values].sort((x, y) => x - y),
-          0.5,
-        );
+      // The median (the mean of the middle two of an even count), and the
+      // mean: over an even count of pairs alternating their order, a load
+      // that drifts steadily through the run adds as much to own routing's
+      // windows as to random routing's, so it cancels in the mean.
+      const median = (values: number[]) => {
+        const sorted = [...values].sort((x, y) => x - y);
+        const half = Math.floor(sorted.length / 2);
+        return sorted.length % 2 === 1 ? sorted[half]! : (sorted[half - 1]! + sorted[half]!) / 2;
+      };
+      const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+      const ratios = interleaved.pairs.map((pair) => pair.ratio);
+      const added = interleaved.pairs.map((pair) => pair.added);
       console.log(
-        `    median over the pairs: random routing ${middle(interleaved.pairs.map((pair) => pair.ratio)).toFixed(2)}× own routing's runs/s, added p50 ${middle(interleaved.pairs.map((pair) => pair.added)).toFixed(1)} ms`,
+        `    over the pairs, median / mean: random routing ${median(ratios).toFixed(2)}× / ${mean(ratios).toFixed(2)}× own routing's runs/s, added p50 ${median(added).toFixed(1)} / ${mean(added).toFixed(1)} ms`,
       );
     } else {
       for (const routing of routings) {
