@@ -204,7 +204,8 @@ export const migrations: readonly Migration[] = [
   moveUncontended,
 ];
 
-async function moveUncontended(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
+/** Migration 31 (docs/decisions/0127). */
+export async function moveUncontended(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
   if (context === undefined) throw new Error("migration 31 needs the schema name (the fence lock's key)");
   await moveWithoutSubtransaction(client, context.schema);
 }
