@@ -44,7 +44,6 @@ import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
-import { moveWithoutSubtransaction } from "./move-uncontended.js";
 import { indexColumnsBarriersKeep, roomForBarriers } from "./hot-barriers.js";
 import { searchTriggersSkipWritten } from "./search-inline.js";
 import { createEventSignals } from "./signals.js";
@@ -168,9 +167,7 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118).
  * Version 29: room on new pages for barriers to update in place (`hot-barriers.ts`), and the preparation and the
  *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
- *   docs/decisions/0120).
- * Version 31 (30 on this branch alone: migration 30 is another change's, merged before it): the move takes its locks
- *   without a subtransaction when none is contended (`move-uncontended.ts`, docs/decisions/0127). */
+ *   docs/decisions/0120). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -201,14 +198,7 @@ export const migrations: readonly Migration[] = [
   statusAndFinishedAt,
   createPrepareReportingFirst,
   roomAndDocumentsInline,
-  moveUncontended,
 ];
-
-/** Migration 31 (docs/decisions/0127). */
-export async function moveUncontended(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
-  if (context === undefined) throw new Error("migration 31 needs the schema name (the fence lock's key)");
-  await moveWithoutSubtransaction(client, context.schema);
-}
 
 /** Migration 29 (docs/decisions/0120). Each part may run again on a schema
  * a test rewound (`test/postgres/fixtures/rewind.ts`). */
