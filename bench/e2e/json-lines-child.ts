@@ -46,12 +46,13 @@ export class JsonLinesChild<Report extends ChildLine> {
     );
   }
 
-  /** The child's report of this type; rejects when it fails, exits or hangs. */
-  report(type: Report["type"], timeoutMs: number): Promise<Report> {
+  /** The child's report of this type (its `nth`, from 0, when it reports
+   * the type more than once); rejects when it fails, exits or hangs. */
+  report(type: Report["type"], timeoutMs: number, nth = 0): Promise<Report> {
     return new Promise((resolve, reject) => {
       const check = (): void => {
         const failed = this.reports.find((report) => report.type === "failed");
-        const found = this.reports.find((report) => report.type === type);
+        const found = this.reports.filter((report) => report.type === type)[nth];
         if (found === undefined && failed === undefined && this.process.exitCode === null && this.process.signalCode === null) return;
         clearTimeout(timer);
         this.listeners.delete(check);

@@ -83,22 +83,59 @@ async function main(config: ChildConfig): Promise<void> {
   // A partition may still move to balance while runs are in flight: those
   // runs are fenced (recovered by the new owner), counted, not fatal.
   const moved = (error: unknown): boolean => ["EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY"].includes(String((error as { code?: unknown } | null)?.code));
-  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, accept, moved);
-  const go = new Promise<void>((resolve) =>
-    createInterface({ input: process.stdin }).on("line", (line) => {
-      if (line === "go") resolve();
-    }),
-  );
+  // Warmed with own routing, then (routing `any`, which the interleaved
+  // spread also runs own windows with) random routing: the first measured
+  // window of either kind starts warm.
+  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, mine, moved);
+  if (config.routing === "any") await runConversationsFor(definition, `${config.prefix}-warm-any`, config.workers, 1, accept, moved);
+  // One line per window: `go` (the configured routing), `go own` or `go
+  // any` (the interleaved spread, `postgres.ts`), `stop` to close.
+  const commands: string[] = [];
+  let wake: (() => void) | undefined;
+  createInterface({ input: process.stdin })
+    .on("line", (line) => {
+      commands.push(line);
+      wake?.();
+    })
+    .on("close", () => {
+      commands.push("stop");
+      wake?.();
+    });
+  const nextCommand = async (): Promise<string> => {
+    while (commands.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    return commands.shift()!;
+  };
   report({ type: "ready" });
-  await go;
+  for (let window = 0; ; window++) {
+    const command = await nextCommand();
+    if (!command.startsWith("go")) break;
+    const routing = command === "go own" ? "own" : command === "go any" ? "any" : (config.routing ?? "own");
+    report(await measureWindow(definition, routing === "any" ? (): boolean => true : mine, moved, `${config.prefix}-${window}`, config, routing));
+    if (command === "go") break;
+  }
+  await env.close();
+}
+
+/** One measured window: the workload for `config.seconds` with this
+ * routing, its figures, the round trips and the start marks of its runs
+ * only (the marks of the window before are dropped). */
+async function measureWindow(
+  definition: ReturnType<typeof defineConversations>,
+  accept: (id: string) => boolean,
+  moved: (error: unknown) => boolean,
+  prefix: string,
+  config: ChildConfig,
+  routing: "own" | "any",
+): Promise<ChildReport> {
+  startTiming.marks.clear();
+  startTiming.samples.clear();
+  startTiming.phases.clear();
   startTiming.enabled = true;
   const tally = openTally();
-  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved, (id, moment) =>
-    startTiming.phase(id, moment),
-  );
+  const figures = await runConversationsFor(definition, prefix, config.workers, config.seconds, accept, moved, (id, moment) => startTiming.phase(id, moment));
   tally.stop();
   startTiming.enabled = false;
-  report({
+  return {
     type: "finished",
     runs: figures.runs,
     lost: figures.lost ?? 0,
@@ -106,9 +143,8 @@ async function main(config: ChildConfig): Promise<void> {
     latencies: figures.latencies,
     tally: { roundTrips: tally.tally.roundTrips, statements: tally.tally.statements, awaitingMs: tally.tally.awaitingMs, kinds: [...tally.tally.kinds] },
     phases: runPhases(startTiming.phases),
-    ...(config.routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
-  });
-  await env.close();
+    ...(routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
+  };
 }
 
 /** Each finished run's phases in ms, under the way it ran: `moved` (moved

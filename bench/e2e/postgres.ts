@@ -32,6 +32,11 @@
 // `BENCH_PG_SECTIONS` (comma-separated: sequential, many, suspend,
 // spread-own, spread-any, restart) runs only those sections, after the
 // floors (every figure is printed beside them); the default runs all.
+// With both spread sections, own and random routing run interleaved on
+// the same three processes: `BENCH_PG_PAIRS` (4) pairs of windows of the
+// loop's seconds, own then any, then any then own, alternately, so that
+// the load's drift between windows favours neither; each pair's ratio and
+// added p50 is printed, and their median and mean (docs/decisions/0127).
 
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -155,17 +160,48 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     }
     await env.close();
 
-    for (const routing of ["own", "any"] as const) {
-      if (!sections.has(`spread-${routing}`)) continue;
-      const spread = await spreadOverProcesses(url, schema, seconds, routing);
+    const routings = (["own", "any"] as const).filter((routing) => sections.has(`spread-${routing}`));
+    const describeSpread = (routing: "own" | "any", spread: Spread, what = ""): string => {
       const how =
         routing === "own"
           ? "each process its own partitions' conversations"
           : `starts arriving at random processes: ${Math.round((1 - 1 / PROCESSES) * 100)}% filed for their owner`;
+      return `  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how})${what}: ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`;
+    };
+    if (routings.length === 2) {
+      const pairs = Number(process.env["BENCH_PG_PAIRS"] ?? 4);
+      if (!Number.isInteger(pairs) || pairs < 1)
+        throw new Error(`BENCH_PG_PAIRS: a positive whole number of window pairs, not "${process.env["BENCH_PG_PAIRS"]}"`);
+      const interleaved = await spreadInterleaved(url, schema, seconds, pairs);
+      for (const routing of routings) {
+        console.log(describeSpread(routing, interleaved.pooled[routing], `, ${pairs} windows of ${seconds}s pooled`));
+        for (const line of interleaved.pooled[routing].profile) console.log(`    ${line}`);
+      }
       console.log(
-        `  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how}): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`,
+        `  own and random routing interleaved on the same 3 processes: ${pairs} pairs of ${seconds}s windows, own then any, any then own, alternately; per pair any/own runs/s and added p50 (any − own):`,
       );
-      for (const line of spread.profile) console.log(`    ${line}`);
+      console.log(`    ${interleaved.pairs.map((pair) => `${pair.ratio.toFixed(2)}× ${pair.added >= 0 ? "+" : ""}${pair.added.toFixed(1)} ms`).join(" · ")}`);
+      // The median (the mean of the middle two of an even count), and the
+      // mean: over an even count of pairs alternating their order, a load
+      // that drifts steadily through the run adds as much to own routing's
+      // windows as to random routing's, so it cancels in the mean.
+      const median = (values: number[]) => {
+        const sorted = [...values].sort((x, y) => x - y);
+        const half = Math.floor(sorted.length / 2);
+        return sorted.length % 2 === 1 ? sorted[half]! : (sorted[half - 1]! + sorted[half]!) / 2;
+      };
+      const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+      const ratios = interleaved.pairs.map((pair) => pair.ratio);
+      const added = interleaved.pairs.map((pair) => pair.added);
+      console.log(
+        `    over the pairs, median / mean: random routing ${median(ratios).toFixed(2)}× / ${mean(ratios).toFixed(2)}× own routing's runs/s, added p50 ${median(added).toFixed(1)} / ${mean(added).toFixed(1)} ms`,
+      );
+    } else {
+      for (const routing of routings) {
+        const spread = await spreadOverProcesses(url, schema, seconds, routing);
+        console.log(describeSpread(routing, spread));
+        for (const line of spread.profile) console.log(`    ${line}`);
+      }
     }
 
     if (sections.has("restart")) printRestart(await restartToDone(url, schema, admin), floorTen, TRANSACTIONS_AFTER_RESTART);
@@ -270,6 +306,10 @@ interface Spread {
   readonly lost: number;
   readonly perProcess: number[];
   readonly runsPerSecond: number;
+  /** The longest child's window (the windows', pooled). */
+  readonly windowMs: number;
+  /** The children's reports, in the children's order (window after window, pooled). */
+  readonly reports: readonly ChildReport[];
   readonly p50: number;
   readonly p99: number;
   /** The round trips per run; routing `any`: where a filed start's latency goes (`start-profile.ts`). */
@@ -279,33 +319,109 @@ interface Spread {
 /** `IN_FLIGHT` agents split over `PROCESSES` children; each defines and
  * warms its share, then all start on one signal. */
 async function spreadOverProcesses(url: string, schema: string, seconds: number, routing: "own" | "any"): Promise<Spread> {
-  const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
-  const children = agentsPerProcess.map((count, index) => {
-    const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${routing}-${index}`, processes: PROCESSES, routing };
-    return new Child(`process ${index + 1}`, config);
-  });
+  const children = await readyChildren(url, schema, seconds, routing);
   try {
-    await Promise.all(children.map((child) => child.report("ready", childReadyTimeoutMs)));
-    const finished = children.map((child) => child.report("finished", childReadyTimeoutMs + seconds * 1000));
-    for (const child of children) child.send("go");
-    const reports = await Promise.all(finished);
-    const runs = reports.reduce((sum, report) => sum + (report.runs ?? 0), 0);
-    const windowMs = Math.max(...reports.map((report) => report.elapsedMs ?? 0));
-    const latencies = reports.flatMap((report) => report.latencies ?? []).sort((a, b) => a - b);
-    const lost = reports.reduce((sum, report) => sum + (report.lost ?? 0), 0);
+    const spread = await spreadWindow(children, "go", 0, seconds, routing);
     await Promise.all(children.map((child) => child.exited));
+    return spread;
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+/** Own and random routing alternated on the same children, `pairs` pairs
+ * of windows (own then any, then any then own, …: a drift of the
+ * machine's load favours neither): each pair's any/own runs/s and added
+ * p50, and each routing's windows pooled. */
+async function spreadInterleaved(
+  url: string,
+  schema: string,
+  seconds: number,
+  pairs: number,
+): Promise<{ pairs: { ratio: number; added: number }[]; pooled: Record<"own" | "any", Spread> }> {
+  const children = await readyChildren(url, schema, seconds, "any");
+  try {
+    const windows: Record<"own" | "any", Spread[]> = { own: [], any: [] };
+    let nth = 0;
+    for (let pair = 0; pair < pairs; pair++) {
+      const order = pair % 2 === 0 ? (["own", "any"] as const) : (["any", "own"] as const);
+      for (const routing of order) windows[routing].push(await spreadWindow(children, `go ${routing}`, nth++, seconds, routing));
+    }
+    for (const child of children) child.send("stop");
+    await Promise.all(children.map((child) => child.exited));
+    const pooled = (routing: "own" | "any"): Spread => {
+      const reports = windows[routing].flatMap((spread) => spread.reports);
+      return figuresOf(
+        windows[routing][0]!.agentsPerProcess,
+        reports,
+        windows[routing].reduce((sum, spread) => sum + spread.windowMs, 0),
+        routing,
+      );
+    };
     return {
-      agentsPerProcess,
-      perProcess: reports.map((report) => (report.runs ?? 0) / ((report.elapsedMs ?? 1) / 1000)),
-      runsPerSecond: runs / (windowMs / 1000),
-      lost,
-      p50: percentile(latencies, 0.5),
-      p99: percentile(latencies, 0.99),
-      profile: [describeTally(mergedTally(reports), runs), ...describeRunPhases(reports), ...(routing === "any" ? describeStartProfile(reports) : [])],
+      pairs: windows.own.map((own, index) => {
+        const any = windows.any[index]!;
+        return { ratio: any.runsPerSecond / own.runsPerSecond, added: any.p50 - own.p50 };
+      }),
+      pooled: { own: pooled("own"), any: pooled("any") },
     };
   } finally {
     for (const child of children) child.kill();
   }
+}
+
+/** The children, each with its share of `IN_FLIGHT` agents, defined and
+ * warmed (with this routing), ready for a window's signal. */
+async function readyChildren(url: string, schema: string, seconds: number, routing: "own" | "any"): Promise<Child[]> {
+  const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
+  const children = agentsPerProcess.map((count, index) => {
+    const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${routing}-${index}`, processes: PROCESSES, routing };
+    return new Child(`process ${index + 1}`, config, count);
+  });
+  try {
+    await Promise.all(children.map((child) => child.report("ready", childReadyTimeoutMs)));
+  } catch (error) {
+    for (const child of children) child.kill();
+    throw error;
+  }
+  return children;
+}
+
+/** One window: every child sent `command` at once, its `nth` `finished`
+ * report awaited. */
+async function spreadWindow(children: readonly Child[], command: string, nth: number, seconds: number, routing: "own" | "any"): Promise<Spread> {
+  const finished = children.map((child) => child.report("finished", childReadyTimeoutMs + seconds * 1000, nth));
+  for (const child of children) child.send(command);
+  const reports = await Promise.all(finished);
+  const windowMs = Math.max(...reports.map((report) => report.elapsedMs ?? 0));
+  return figuresOf(
+    children.map((child) => child.workers),
+    reports,
+    windowMs,
+    routing,
+  );
+}
+
+/** The figures of these children's reports over `windowMs`. */
+function figuresOf(agentsPerProcess: number[], reports: readonly ChildReport[], windowMs: number, routing: "own" | "any"): Spread {
+  const runs = reports.reduce((sum, report) => sum + (report.runs ?? 0), 0);
+  const latencies = reports.flatMap((report) => report.latencies ?? []).sort((a, b) => a - b);
+  const lost = reports.reduce((sum, report) => sum + (report.lost ?? 0), 0);
+  const perProcess = agentsPerProcess.map((_, index) => {
+    const own = reports.filter((_, at) => at % agentsPerProcess.length === index);
+    return own.reduce((sum, report) => sum + (report.runs ?? 0), 0) / (own.reduce((sum, report) => sum + (report.elapsedMs ?? 1), 0) / 1000);
+  });
+  return {
+    agentsPerProcess,
+    perProcess,
+    runsPerSecond: runs / (windowMs / 1000),
+    windowMs,
+    reports,
+    lost,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    profile: [describeTally(mergedTally(reports), runs), ...describeRunPhases(reports), ...(routing === "any" ? describeStartProfile(reports) : [])],
+  };
 }
 
 /** Each way a run ran (moved here, run here, filed): how many, and the
@@ -346,7 +462,11 @@ function mergedTally(reports: readonly ChildReport[]): Tally {
 
 /** One child process and its JSON lines (`postgres-child.ts`). */
 class Child extends JsonLinesChild<ChildReport> {
-  constructor(name: string, config: ChildConfig) {
+  constructor(
+    name: string,
+    config: ChildConfig,
+    readonly workers: number,
+  ) {
     super(name, childPath, config);
   }
 }
