@@ -14,6 +14,7 @@ import { prepareStatement } from "../../host/store/postgres/statements.js";
 import { prepare, terminalCommit } from "../store/fixtures.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { indexInboxByAgent } from "../../host/store/postgres/inbox-by-agent.js";
 
 /** The texts of the statements the store's pool sends from now on. */
 function statementsOf(store: PostgresStore): string[] {
@@ -88,7 +89,7 @@ describe("a conversation's first preparation (postgres)", () => {
       );
     });
     // Migration 29 (docs/decisions/0120) runs again after it: it replaces the reporting preparation's body.
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await after.run(prepare("e1", "support"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });

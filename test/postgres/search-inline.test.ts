@@ -15,6 +15,7 @@ import { migrations, roomAndDocumentsInline } from "../../host/store/postgres/sc
 import { compareAndSetStatement, prepareStatement, readKnownRow, type CompareAndSetOperation } from "../../host/store/postgres/statements.js";
 import { prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { indexInboxByAgent } from "../../host/store/postgres/inbox-by-agent.js";
 
 /** Each row's search document, definition and finish time against what the trigger computes from the row. */
 async function documents(schema: string): Promise<{ id: string; document: boolean; definition: string | null; finished: boolean }[]> {
@@ -137,7 +138,7 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
         DROP FUNCTION prepare_execution_reporting_first;
         UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`);
     });
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await fillfactor(schema)).toEqual([`fillfactor=${executionsFillfactor}`]);

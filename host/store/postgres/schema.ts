@@ -45,6 +45,7 @@ import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
 import { indexColumnsBarriersKeep, roomForBarriers } from "./hot-barriers.js";
+import { indexInboxByAgent } from "./inbox-by-agent.js";
 import { searchTriggersSkipWritten } from "./search-inline.js";
 import { createEventSignals } from "./signals.js";
 import { finishedAtPlain, writeFinishedAt } from "./finished-at.js";
@@ -167,7 +168,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 28: a preparation says when it was its conversation's first (`functions.ts`, docs/decisions/0118).
  * Version 29: room on new pages for barriers to update in place (`hot-barriers.ts`), and the preparation and the
  *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
- *   docs/decisions/0120). */
+ *   docs/decisions/0120).
+ * Version 30: every inbox row indexed by its conversation, so asking whether a conversation has rows is one probe, not a
+ *   scan of the settled inbox (`inbox-by-agent.ts`, docs/decisions/0128). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -198,6 +201,7 @@ export const migrations: readonly Migration[] = [
   statusAndFinishedAt,
   createPrepareReportingFirst,
   roomAndDocumentsInline,
+  indexInboxByAgent,
 ];
 
 /** Migration 29 (docs/decisions/0120). Each part may run again on a schema
