@@ -370,7 +370,9 @@ export function validateToolInputNow<Input>(
   context: ToolCallContext = {},
 ): Input | Promise<Input> {
   const validation = validateWithAnySchemaNow(resolved.definition.inputSchema, input);
-  return validation instanceof Promise ? validation.then((answered) => toolInputOf<Input>(resolved, answered, context)) : toolInputOf<Input>(resolved, validation, context);
+  return validation instanceof Promise
+    ? validation.then((answered) => toolInputOf<Input>(resolved, answered, context))
+    : toolInputOf<Input>(resolved, validation, context);
 }
 
 function toolInputOf<Input>(resolved: { readonly name: string }, validation: SchemaValidation<unknown>, context: ToolCallContext): Input {

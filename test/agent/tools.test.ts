@@ -159,7 +159,10 @@ describe("validateToolInput", () => {
     // An AI SDK schema: its `validate` at once, or none (every value passes).
     const aiSdkAtOnce = functionTool(
       resolveOne(
-        aiTool({ inputSchema: jsonSchema<{ n: number }>({ type: "object" }, { validate: (value) => ({ success: true, value: value as { n: number } }) }), execute: () => 0 }),
+        aiTool({
+          inputSchema: jsonSchema<{ n: number }>({ type: "object" }, { validate: (value) => ({ success: true, value: value as { n: number } }) }),
+          execute: () => 0,
+        }),
         "atOnce",
       ),
     );
