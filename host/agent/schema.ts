@@ -150,12 +150,43 @@ export function toolSchemaOf(value: unknown): StandardSchemaV1 | AiSdkSchema | u
 
 /** Runs an AI SDK schema's validator (none: every value passes). */
 export async function validateWithAnySchema(schema: StandardSchemaV1 | AiSdkSchema, value: unknown): Promise<SchemaValidation<unknown>> {
-  if (isStandardSchema(schema)) return validateWithSchema(schema, value);
+  return validateWithAnySchemaNow(schema, value);
+}
+
+/** As `validateWithAnySchema`, answered without a promise when the
+ * schema's validator answers at once (zod's, valibot's, an AI SDK
+ * `jsonSchema` without `validate`): every tool call's input is checked at
+ * each model answer, and three async frames a call were most of that
+ * check's allocation. A validator's own promise (or thenable) is awaited
+ * as before; one that throws throws here. */
+export function validateWithAnySchemaNow(
+  schema: StandardSchemaV1 | AiSdkSchema,
+  value: unknown,
+): SchemaValidation<unknown> | Promise<SchemaValidation<unknown>> {
+  if (isStandardSchema(schema)) {
+    const result = schema["~standard"].validate(value);
+    return isThenable(result) ? Promise.resolve(result).then(standardValidation) : standardValidation(result);
+  }
   if (schema.validate === undefined) return { ok: true, value };
-  const result = (await schema.validate(value)) as { success?: unknown; value?: unknown; error?: unknown };
+  const result: unknown = schema.validate(value);
+  return isThenable(result) ? Promise.resolve(result).then(aiSdkValidation) : aiSdkValidation(result);
+}
+
+function standardValidation(result: StandardSchemaV1.Result<unknown>): SchemaValidation<unknown> {
+  if (result.issues === undefined) return { ok: true, value: result.value };
+  return { ok: false, issues: result.issues.map(plainIssue) };
+}
+
+function aiSdkValidation(answer: unknown): SchemaValidation<unknown> {
+  const result = answer as { success?: unknown; value?: unknown; error?: unknown };
   if (result.success === true) return { ok: true, value: result.value };
   const error = result.error;
   return { ok: false, issues: [{ path: [], message: error instanceof Error ? error.message : String(error) }] };
+}
+
+/** What `await` would adopt: an object or function with a `then` method. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
 /** The JSON Schema of an AI SDK schema (read now: a schema whose JSON

@@ -24,8 +24,9 @@ import {
   formatIssues,
   isStandardSchema,
   toolSchemaOf,
-  validateWithAnySchema,
+  validateWithAnySchemaNow,
   type AiSdkSchema,
+  type SchemaValidation,
   type JsonSchema,
 } from "./schema.js";
 
@@ -357,7 +358,24 @@ export async function validateToolInput<Input>(
   input: unknown,
   context: ToolCallContext = {},
 ): Promise<Input> {
-  const validation = await validateWithAnySchema(resolved.definition.inputSchema, input);
+  return validateToolInputNow(resolved, input, context);
+}
+
+/** As `validateToolInput`, answered without a promise when the tool's
+ * schema validates at once (`validateWithAnySchemaNow`): the loop checks
+ * every tool call of every model answer. */
+export function validateToolInputNow<Input>(
+  resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
+  input: unknown,
+  context: ToolCallContext = {},
+): Input | Promise<Input> {
+  const validation = validateWithAnySchemaNow(resolved.definition.inputSchema, input);
+  return validation instanceof Promise
+    ? validation.then((answered) => toolInputOf<Input>(resolved, answered, context))
+    : toolInputOf<Input>(resolved, validation, context);
+}
+
+function toolInputOf<Input>(resolved: { readonly name: string }, validation: SchemaValidation<unknown>, context: ToolCallContext): Input {
   if (validation.ok) return validation.value as Input;
   const issues = validation.issues;
   throw new InvalidInputError(

@@ -12,7 +12,7 @@ import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
 import { toModelMessages } from "../agent/model-messages.js";
-import { jsonSchemaOnce } from "../agent/schema.js";
+import { isThenable, jsonSchemaOnce } from "../agent/schema.js";
 import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
 import {
   executeTool,
@@ -20,6 +20,7 @@ import {
   toolNeedsApproval,
   toolOutputToJson,
   validateToolInput,
+  validateToolInputNow,
   type ResolvedFunctionTool,
   type ResolvedTool,
 } from "../agent/tools.js";
@@ -133,6 +134,20 @@ const deniedByToolApproval = "denied by the agent's toolApproval";
 export function argumentsHashOf(batch: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[]): string {
   const canonical = batch.map(({ callId, toolName, input }) => [callId, toolName, input]);
   return createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
+}
+
+/** The names of each tool list's `dynamicTool()`s: a definition's tools are
+ * resolved once, so its calls share one set instead of building it at
+ * every model answer. */
+const dynamicToolNames = new WeakMap<readonly ResolvedTool[], ReadonlySet<string>>();
+
+function dynamicToolNamesOf(tools: readonly ResolvedTool[]): ReadonlySet<string> {
+  let names = dynamicToolNames.get(tools);
+  if (names === undefined) {
+    names = new Set(tools.filter((tool) => tool.kind === "function" && tool.dynamic === true).map((tool) => tool.name));
+    dynamicToolNames.set(tools, names);
+  }
+  return names;
 }
 
 export class Session {
@@ -521,7 +536,10 @@ export class Session {
         plan.push({ call, tool: undefined, input: call.input, error: undefined });
       } else {
         try {
-          plan.push({ call, tool, input: await validateToolInput(tool, call.input), error: undefined });
+          // Checked without a promise when the schema answers at once; a
+          // value `await` would adopt is awaited, as before.
+          const checked = validateToolInputNow(tool, call.input);
+          plan.push({ call, tool, input: isThenable(checked) ? await checked : checked, error: undefined });
         } catch (error) {
           plan.push({ call, tool, input: call.input, error: asPhronomyError(error, "INVALID_INPUT") });
         }
@@ -578,11 +596,16 @@ export class Session {
         continue;
       }
       if (verdict !== undefined) continue;
-      // A boolean `needsApproval` reads no options (toolNeedsApproval).
-      const predicate = typeof planned.tool.definition.needsApproval === "function";
-      const context = predicate ? definition.toolsContext?.[toolName] : undefined;
+      // A boolean `needsApproval` reads no options and is answered here,
+      // without a promise per call; a predicate goes through toolNeedsApproval.
+      const needsApproval = planned.tool.definition.needsApproval;
+      if (typeof needsApproval === "boolean") {
+        if (needsApproval) needed.push(planned);
+        continue;
+      }
+      const context = definition.toolsContext?.[toolName];
       const { agentId: conversationId, metadata } = this.settings;
-      const options = predicate ? { toolCallId: callId, messages: messages(), context, experimental_context, conversationId, metadata } : undefined;
+      const options = { toolCallId: callId, messages: messages(), context, experimental_context, conversationId, metadata };
       if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId }, options)) needed.push(planned);
     }
     return { decided, needed };
@@ -592,7 +615,7 @@ export class Session {
    * `dynamic-tool` parts (nothing when there are none). */
   private dynamicCallsOf(turn: ModelTurn): { dynamicCalls?: string[] } {
     if (turn.toolCalls.length === 0) return {};
-    const dynamic = new Set(this.settings.tools.filter((tool) => tool.kind === "function" && tool.dynamic === true).map((tool) => tool.name));
+    const dynamic = dynamicToolNamesOf(this.settings.tools);
     if (dynamic.size === 0) return {};
     const calls = turn.toolCalls.filter((call) => dynamic.has(call.toolName)).map((call) => call.callId);
     return calls.length === 0 ? {} : { dynamicCalls: calls };

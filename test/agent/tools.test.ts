@@ -5,6 +5,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
+import { jsonSchema, tool as aiTool } from "ai";
 import { InvalidInputError, ToolFailedError } from "../../host/errors.js";
 import {
   handoff,
@@ -15,6 +16,7 @@ import {
   toolOutputToJson,
   toolsPerAgentMax,
   validateToolInput,
+  validateToolInputNow,
   type ResolvedFunctionTool,
   type ResolvedTool,
   type ToolSet,
@@ -121,6 +123,52 @@ describe("validateToolInput", () => {
     expect(resolvedEven.inputJsonSchema).toEqual({ type: "object" });
     await expect(validateToolInput(resolvedEven, { n: 4 })).resolves.toEqual({ n: 4 });
     await expect(validateToolInput(resolvedEven, { n: 3 })).rejects.toThrow('tool "half": n: must be even');
+  });
+
+  it("answers without a promise when the schema validates at once, and as validateToolInput does either way (validateToolInputNow)", async () => {
+    // A zod schema without async refinements: the value itself, defaults applied.
+    const now = validateToolInputNow(resolved, { orderId: 42, items: [{ sku: "A-1" }] });
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(now).toEqual({ orderId: 42, items: [{ sku: "A-1", quantity: 1 }] });
+    // Invalid: the same InvalidInputError, thrown at once.
+    let thrown: unknown;
+    try {
+      validateToolInputNow(resolved, { orderId: -1, items: [] }, { executionId: "e7", callId: "call-0-0" });
+    } catch (error) {
+      thrown = error;
+    }
+    const rejected = await validateToolInput(resolved, { orderId: -1, items: [] }, { executionId: "e7", callId: "call-0-0" }).catch((error: unknown) => error);
+    expect(thrown).toBeInstanceOf(InvalidInputError);
+    expect((thrown as Error).message).toBe((rejected as Error).message);
+    // A validator that answers with a promise: a promise, settled the same way.
+    const later: StandardSchemaV1<unknown, { n: number }> = {
+      "~standard": {
+        version: 1,
+        vendor: "hand-written",
+        validate: async (value) => {
+          const n = (value as { n?: unknown } | null)?.n;
+          return typeof n === "number" ? { value: { n } } : { issues: [{ message: "must be a number", path: [{ key: "n" }] }] };
+        },
+      },
+    };
+    const resolvedLater = functionTool(resolveOne(tool({ inputSchema: later, execute: ({ n }) => n }), "later"));
+    const pending = validateToolInputNow(resolvedLater, { n: 1 });
+    expect(pending).toBeInstanceOf(Promise);
+    await expect(pending).resolves.toEqual({ n: 1 });
+    await expect(validateToolInputNow(resolvedLater, { n: "1" })).rejects.toThrow('invalid input for tool "later": n: must be a number');
+    // An AI SDK schema: its `validate` at once, or none (every value passes).
+    const aiSdkAtOnce = functionTool(
+      resolveOne(
+        aiTool({
+          inputSchema: jsonSchema<{ n: number }>({ type: "object" }, { validate: (value) => ({ success: true, value: value as { n: number } }) }),
+          execute: () => 0,
+        }),
+        "atOnce",
+      ),
+    );
+    expect(validateToolInputNow(aiSdkAtOnce, { n: 2 })).toEqual({ n: 2 });
+    const aiSdkNone = functionTool(resolveOne(aiTool({ inputSchema: jsonSchema<{ n: number }>({ type: "object" }), execute: () => 0 }), "none"));
+    expect(validateToolInputNow(aiSdkNone, { n: 3 })).toEqual({ n: 3 });
   });
 
   it("types execute's input from the schema", () => {
