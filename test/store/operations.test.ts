@@ -2,11 +2,14 @@
 // every store passes (test/store-conformance/suite.ts: each operation's
 // rows, steps, journal and results, the compare-and-set, the agent
 // lifecycle, the reads): the conversation root a preparation writes in one
-// statement, and a row changed behind the store's back.
+// statement, a write's steps in one INSERT of several rows, and a row
+// changed behind the store's back.
 
 import { describe, expect, it } from "vitest";
 import { StoreError } from "../../host/errors.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
+import { stepsPerInsertMax } from "../../host/store/sqlite/timeline.js";
+import type { StepRecord } from "../../host/store/records.js";
 import { openTemporaryStore, prepare, rawExec } from "./fixtures.js";
 
 async function storeWithAgent(): Promise<SqliteStore> {
@@ -53,6 +56,46 @@ describe("prepareExecution", () => {
     expect(await store.getAgent("nobody")).toEqual(closed);
     expect(await store.getExecution("e5")).toBeUndefined();
     expect(await store.listSteps("e5")).toEqual([]);
+  });
+});
+
+describe("a write's steps (docs/decisions/0126: one INSERT of up to stepsPerInsertMax rows)", () => {
+  it("appends any number of steps after the last, in order and numbered without a gap, across as many INSERTs as they need", async () => {
+    const store = await openTemporaryStore();
+    expect(await store.run(prepare("e1"))).toMatchObject({ outcome: "active", revision: 1 });
+    const stepsOf = (count: number, from: number): StepRecord[] =>
+      Array.from({ length: count }, (_, index) => ({ kind: "tool_results", at: 20, payload: { n: from + index, text: `step "${from + index}"\n` } }));
+    // Carried steps, each write adding its own barrier step after them.
+    const counts = [0, 1, stepsPerInsertMax - 1, stepsPerInsertMax, 2 * stepsPerInsertMax + 1];
+    let revision = 1;
+    let carried = 0;
+    for (const count of counts) {
+      const written = await store.run({
+        type: "providerBarrier",
+        executionId: "e1",
+        expectedRevision: revision,
+        callId: `call-${revision}`,
+        steps: stepsOf(count, carried),
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+        turns: revision,
+        at: 20,
+      });
+      revision = written.revision;
+      carried += count;
+    }
+    const steps = await store.listSteps("e1");
+    expect(steps.map((step) => step.seq)).toEqual(Array.from({ length: steps.length }, (_, index) => index + 1));
+    expect(steps[0]).toMatchObject({ kind: "input", payload: "Where is order 42?" });
+    const kinds = steps.slice(1).map((step) => step.kind);
+    expect(kinds.filter((kind) => kind === "provider_barrier")).toHaveLength(counts.length);
+    const payloads = steps.filter((step) => step.kind === "tool_results").map((step) => step.payload);
+    expect(payloads).toEqual(stepsOf(carried, 0).map((step) => step.payload));
+    // Each barrier's step right after the steps it carried.
+    let at = 1;
+    for (const [index, count] of counts.entries()) {
+      at += count + 1;
+      expect(steps[at - 1]).toMatchObject({ kind: "provider_barrier", payload: { callId: `call-${index + 1}` } });
+    }
   });
 });
 

@@ -224,20 +224,14 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
 
 export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
   const pending = jsonText({ callId: operation.callId, startedAt: operation.at });
-  const revision = barrierUpdate(connection, operation, "calling_llm", "json_set(json_remove(metadata, '$.toolBatch'), '$.pendingModelCall', json(?)", pending);
+  const revision = barrierUpdate(connection, operation, pending);
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
 
 export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
   const batch = jsonText(operation.toolBatch);
-  const revision = barrierUpdate(
-    connection,
-    operation,
-    "dispatching_tools",
-    "json_set(json_remove(metadata, '$.pendingModelCall'), '$.toolBatch', json(?)",
-    batch,
-  );
+  const revision = barrierUpdate(connection, operation, batch);
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
@@ -248,26 +242,17 @@ export function toolBarrier(connection: SqliteConnection, operation: ToolBarrier
  * last, the other mark goes), so a barrier neither reads the row nor
  * parses and writes its metadata in JavaScript. The UPDATE requires the
  * expected revision and status `active`; when it updates nothing,
- * `selectForUpdate` reads why and throws its refusal. `change` is the
- * `json_set(json_remove(metadata, …), '$.<mark>', json(?)` it opens, one of
- * two texts per barrier, with `runningSince` or not (four statements). */
-function barrierUpdate(
-  connection: SqliteConnection,
-  operation: ProviderBarrierOperation | ToolBarrierOperation,
-  phase: "calling_llm" | "dispatching_tools",
-  change: string,
-  mark: string,
-): number {
+ * `selectForUpdate` reads why and throws its refusal. `mark` is the JSON
+ * text of the barrier's mark (`barrierUpdates`). */
+function barrierUpdate(connection: SqliteConnection, operation: ProviderBarrierOperation | ToolBarrierOperation, mark: string): number {
   const since = operation.runningSince;
-  const metadata = `${change}, '$.turns', ?${since === undefined ? "" : ", '$.runningSince', ?"})`;
+  const texts = barrierUpdates[operation.type];
   const revision = operation.expectedRevision + 1;
-  const values = since === undefined ? [mark, operation.turns] : [mark, operation.turns, since];
-  const { changes } = connection
-    .prepare(
-      `UPDATE executions SET revision = ?, phase = '${phase}', metadata = ${metadata}, usage = ?, updated_at = ?
-       WHERE execution_id = ? AND revision = ? AND status = 'active'`,
-    )
-    .run(revision, ...values, jsonText(operation.usage), operation.at, operation.executionId, operation.expectedRevision);
+  const usage = jsonText(operation.usage);
+  const { changes } =
+    since === undefined
+      ? connection.prepare(texts.plain).run(revision, mark, operation.turns, usage, operation.at, operation.executionId, operation.expectedRevision)
+      : connection.prepare(texts.running).run(revision, mark, operation.turns, since, usage, operation.at, operation.executionId, operation.expectedRevision);
   if (changes === 1) return revision;
   selectForUpdate(connection, operation, ["active"]);
   throw new ExecutionRehydrationRequiredError(
@@ -275,6 +260,21 @@ function barrierUpdate(
     { executionId: operation.executionId },
   );
 }
+
+/** A barrier's UPDATE texts, with `runningSince` or not: `change` is the
+ * `json_set(json_remove(metadata, …), '$.<mark>', json(?)` it opens. Built
+ * once (four statements), not at every barrier (docs/decisions/0126). */
+function barrierUpdateTexts(phase: "calling_llm" | "dispatching_tools", change: string): { readonly plain: string; readonly running: string } {
+  const text = (running: boolean) =>
+    `UPDATE executions SET revision = ?, phase = '${phase}', metadata = ${change}, '$.turns', ?${running ? ", '$.runningSince', ?" : ""}), usage = ?, updated_at = ?
+       WHERE execution_id = ? AND revision = ? AND status = 'active'`;
+  return { plain: text(false), running: text(true) };
+}
+
+const barrierUpdates = {
+  providerBarrier: barrierUpdateTexts("calling_llm", "json_set(json_remove(metadata, '$.toolBatch'), '$.pendingModelCall', json(?)"),
+  toolBarrier: barrierUpdateTexts("dispatching_tools", "json_set(json_remove(metadata, '$.pendingModelCall'), '$.toolBatch', json(?)"),
+} as const;
 
 export function terminalCommit(connection: SqliteConnection, operation: TerminalCommitOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["preparing", "active", "suspended"]);

@@ -90,9 +90,29 @@ export function appendSteps(connection: SqliteConnection, executionId: string, s
  * (docs/decisions/0122). */
 export function appendStepsAt(connection: SqliteConnection, end: TimelineEnd, steps: readonly StepRecord[]): void {
   let seq = end.last;
-  const insert = connection.prepare("INSERT INTO steps (execution_rowid, seq, kind, at, payload) VALUES (?, ?, ?, ?, ?)");
-  for (const step of steps) insert.run(end.executionRowid, (seq += 1), step.kind, step.at, jsonText(step.payload));
+  for (let first = 0; first < steps.length; first += stepsPerInsertMax) {
+    const rows = Math.min(stepsPerInsertMax, steps.length - first);
+    const values: (string | number)[] = [];
+    for (let index = first; index < first + rows; index += 1) {
+      const step = steps[index]!;
+      values.push(end.executionRowid, (seq += 1), step.kind, step.at, jsonText(step.payload));
+    }
+    connection.prepare(stepInserts[rows - 1]!).run(...values);
+  }
 }
+
+/** Rows one INSERT of `appendStepsAt` writes at most. A run's writes append
+ * two steps each (a barrier: the step it carries and its own; a start: its
+ * input and its first barrier; the end: the last answer and the terminal
+ * step), so each is one statement, not one a step (docs/decisions/0126:
+ * every statement run is a call into the driver, a bind and a reset). */
+export const stepsPerInsertMax = 4;
+
+/** `INSERT … VALUES` of 1 to `stepsPerInsertMax` rows: a fixed set of texts. */
+const stepInserts: readonly string[] = Array.from(
+  { length: stepsPerInsertMax },
+  (_, index) => `INSERT INTO steps (execution_rowid, seq, kind, at, payload) VALUES ${Array.from({ length: index + 1 }, () => "(?, ?, ?, ?, ?)").join(", ")}`,
+);
 
 /** The `TimelineEnd` of a row with `execution_rowid` and `last` (`lastStep`,
  * `selectForUpdate`). */
