@@ -78,6 +78,7 @@ import { rebuildError } from "./error-transfer.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import { assertOperationData } from "./plain-data.js";
 import type { StoreWorker } from "./sqlite/start-worker.js";
+import { encodeGroup } from "./sqlite/step-payloads.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
 
@@ -527,9 +528,11 @@ export class Offload {
       // Without a replacer: JSON.stringify's fast path (a replacer function
       // called for every value cost a third of it), then the walk that
       // refuses what JSON would have dropped silently (docs/decisions/0103).
-      const text = JSON.stringify(operations);
+      // Each step's payload is written once, as its column's text
+      // (docs/decisions/0129).
+      const { operations: text, payloads } = encodeGroup(operations);
       for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
-      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: text };
+      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: text, payloads };
       worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);
