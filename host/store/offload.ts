@@ -530,9 +530,9 @@ export class Offload {
       // refuses what JSON would have dropped silently (docs/decisions/0103).
       // Each step's payload is written once, as its column's text
       // (docs/decisions/0129).
-      const { operations: text, payloads } = encodeGroup(operations);
+      const group = encodeGroup(operations);
       for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
-      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: text, payloads };
+      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: group.operations, payloads: group.payloads, encoded: group.encoded };
       worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);

@@ -41,7 +41,8 @@ export type WorkerRequest =
       readonly count: number;
       /** The group's text and its step payloads' texts (`step-payloads.ts`). */
       readonly operations: string;
-      readonly payloads: readonly (readonly string[] | null)[];
+      readonly payloads: string;
+      readonly encoded: string;
     }
   | { readonly type: "checkpoint" }
   | { readonly type: "sweep"; readonly group: number }

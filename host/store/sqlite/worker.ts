@@ -70,7 +70,7 @@ function serve(writer: WriteConnection): void {
     }
     const settlements = commitGroup(
       connection(),
-      groups.flatMap((group) => decodeGroup(group.operations, group.payloads)),
+      groups.flatMap((group) => decodeGroup(group)),
     ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
     let offset = 0;
