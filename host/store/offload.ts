@@ -532,7 +532,14 @@ export class Offload {
       // (docs/decisions/0129).
       const group = encodeGroup(operations);
       for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
-      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: group.operations, payloads: group.payloads, encoded: group.encoded };
+      request = {
+        type: "commit",
+        group: this.groupsSent,
+        count: entries.length,
+        operations: group.operations,
+        payloads: group.payloads,
+        encoded: group.encoded,
+      };
       worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);
