@@ -520,8 +520,10 @@ export class Offload {
     if (worker === undefined) throw new Error("phronomy: the offload has no worker for policy " + this.policy);
     this.groupsSent += 1;
     // Operations and settlements cross the thread boundary as JSON text:
-    // one flat string copies far faster than a structured clone of many
-    // small nested objects, and operations are JSON by contract.
+    // flat strings copy far faster than a structured clone of many small
+    // nested objects, and operations are JSON by contract. The steps'
+    // payloads go as their columns' text, which the worker binds as it is
+    // (`step-payloads.ts`, docs/decisions/0129).
     let request: WorkerRequest;
     try {
       const operations = entries.map((entry) => entry.operation);

@@ -35,8 +35,8 @@ export function encodeGroup(operations: readonly OffloadOperation[]): EncodedGro
   let encoded = "";
   for (let index = 0; index < operations.length; index += 1) {
     const operation = operations[index]!;
-    const steps = withSteps.has(operation.type) ? (operation as { readonly steps?: unknown }).steps : undefined;
-    if (!Array.isArray(steps) || !steps.every(isStep)) {
+    const steps = withSteps.has(operation.type) && ownFields(operation) ? (operation as { readonly steps?: unknown }).steps : undefined;
+    if (!Array.isArray(steps) || !ownFields(steps) || !steps.every(isStep)) {
       // Left to the worker's checks as it is (and to the plain-data walk).
       sent[index] = operation;
       encoded += "0";
@@ -56,10 +56,14 @@ export function encodeGroup(operations: readonly OffloadOperation[]): EncodedGro
   return { operations: JSON.stringify(sent), payloads, encoded };
 }
 
-/** A step the group's text would have written as its own fields (a
- * `toJSON` of its own is left to the text). */
+/** A step the group's text would have written as its own fields. */
 function isStep(step: unknown): boolean {
-  return typeof step === "object" && step !== null && typeof (step as { toJSON?: unknown }).toJSON !== "function";
+  return typeof step === "object" && step !== null && ownFields(step);
+}
+
+/** Not written through a `toJSON` of its own (left to the text as it is). */
+function ownFields(value: object): boolean {
+  return typeof (value as { toJSON?: unknown }).toJSON !== "function";
 }
 
 /** The worker's side: the operations parsed, each encoded step given its
