@@ -78,6 +78,7 @@ import { rebuildError } from "./error-transfer.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import { assertOperationData } from "./plain-data.js";
 import type { StoreWorker } from "./sqlite/start-worker.js";
+import { encodeGroup } from "./sqlite/step-payloads.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
 
@@ -519,17 +520,28 @@ export class Offload {
     if (worker === undefined) throw new Error("phronomy: the offload has no worker for policy " + this.policy);
     this.groupsSent += 1;
     // Operations and settlements cross the thread boundary as JSON text:
-    // one flat string copies far faster than a structured clone of many
-    // small nested objects, and operations are JSON by contract.
+    // flat strings copy far faster than a structured clone of many small
+    // nested objects, and operations are JSON by contract. The steps'
+    // payloads go as their columns' text, which the worker binds as it is
+    // (`step-payloads.ts`, docs/decisions/0129).
     let request: WorkerRequest;
     try {
       const operations = entries.map((entry) => entry.operation);
       // Without a replacer: JSON.stringify's fast path (a replacer function
       // called for every value cost a third of it), then the walk that
       // refuses what JSON would have dropped silently (docs/decisions/0103).
-      const text = JSON.stringify(operations);
+      // Each step's payload is written once, as its column's text
+      // (docs/decisions/0129).
+      const group = encodeGroup(operations);
       for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
-      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: text };
+      request = {
+        type: "commit",
+        group: this.groupsSent,
+        count: entries.length,
+        operations: group.operations,
+        payloads: group.payloads,
+        encoded: group.encoded,
+      };
       worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);

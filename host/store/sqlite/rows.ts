@@ -24,8 +24,15 @@ import type { SqliteRow, SqliteValue } from "./driver.js";
 
 export const zeroUsage: UsageTotals = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 
+/** A column's JSON text, written already (a step's payload the calling
+ * thread encoded, `step-payloads.ts`): `jsonText` binds it as it is. */
+export class ColumnText {
+  constructor(readonly text: string) {}
+}
+
 /** JSON text for a column; `undefined` is stored as JSON null. */
 export function jsonText(value: unknown): string {
+  if (value instanceof ColumnText) return value.text;
   return JSON.stringify(value ?? null);
 }
 

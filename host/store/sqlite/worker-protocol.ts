@@ -35,7 +35,15 @@ export type TransferredSettlement = { readonly ok: true; readonly value: unknown
  * thread's connection writes nothing meanwhile, docs/decisions/0095), or
  * close. */
 export type WorkerRequest =
-  | { readonly type: "commit"; readonly group: number; readonly count: number; readonly operations: string }
+  | {
+      readonly type: "commit";
+      readonly group: number;
+      readonly count: number;
+      /** The group's text and its step payloads' texts (`step-payloads.ts`). */
+      readonly operations: string;
+      readonly payloads: string;
+      readonly encoded: string;
+    }
   | { readonly type: "checkpoint" }
   | { readonly type: "sweep"; readonly group: number }
   | { readonly type: "close" };

@@ -20,9 +20,9 @@ import type { SqliteConnection } from "./driver.js";
 import { StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
 import { sweepSearchIndex } from "./search-index.js";
+import { decodeGroup } from "./step-payloads.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import { WriteConnection } from "./writable.js";
-import type { OffloadOperation } from "../offload-operation.js";
 import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
 if (isMainThread) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");
@@ -70,7 +70,7 @@ function serve(writer: WriteConnection): void {
     }
     const settlements = commitGroup(
       connection(),
-      groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[]),
+      groups.flatMap((group) => decodeGroup(group)),
     ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
     let offset = 0;
