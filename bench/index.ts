@@ -7,6 +7,12 @@
 //   BENCH_ROUNDS=5 BENCH_SECONDS=3 npm run bench
 //   BENCH_ONLY=sequential|inflight|approvals|crash|waits npm run bench   # one section
 //
+// Every loop below (sequential, 100 in flight; SQLite and PostgreSQL) and
+// each peer's two loops (bench/peers/workload.ts `measureLoops`) first
+// runs BENCH_WARM_UP runs (1,000), 100 at a time, uncounted: after only
+// 100 the hot path is not compiled yet and the first window pays for the
+// compilation (decision 0124's addendum). Each then measures BENCH_SECONDS.
+//
 // Each round measures, in order:
 //   * the floor: fdatasync of one 4 KB page, one-row commits (FULL and
 //     NORMAL) and commits of 100 rows (FULL), on a bare connection with the
@@ -74,7 +80,7 @@ import { waitsChild } from "./e2e/waits.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 import { measurePeers, peersWanted } from "./peers/run.js";
 import { type PhronomyColumn, printPeersTable } from "./peers/table.js";
-import { APPROVALS_IN_FLIGHT, CRASH_TOTAL, pool, SUSPENDED } from "./peers/workload.js";
+import { APPROVALS_IN_FLIGHT, CRASH_TOTAL, pool, SUSPENDED, WARM_UP } from "./peers/workload.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -214,15 +220,17 @@ async function window(definition: DefinedAgent, workers: number, until: (runs: n
 }
 
 /** `workers` loops of runs on new conversations for SECONDS, after a warm-up
- * of 100 runs; with `steady`, then runs until the process has done
+ * of WARM_UP runs, IN_FLIGHT at a time (each peer's loops get the same,
+ * bench/peers/workload.ts `measureLoops`); with `steady`, then runs until the process has done
  * STEADY_AFTER and measures SECONDS more (`Loop.steady`). */
 async function loop(directory: string, synchronous: SynchronousMode, workers: number, steady = false): Promise<Loop> {
   const env = await open(directory, synchronous);
   try {
     const definition = support(env);
     await definition.ready;
-    const warmUp = Math.max(workers, 100);
-    await Promise.all(Array.from({ length: warmUp }, () => runOne(definition)));
+    await pool(WARM_UP, IN_FLIGHT, async () => {
+      await runOne(definition);
+    });
     const before = operations(env);
     const measured = await window(definition, workers, seconds(SECONDS));
     const result: Loop = {
@@ -233,7 +241,7 @@ async function loop(directory: string, synchronous: SynchronousMode, workers: nu
       cpuMicrosPerRun: measured.cpuMicrosPerRun,
     };
     if (steady) {
-      const done = warmUp + measured.latencies.length;
+      const done = WARM_UP + measured.latencies.length;
       if (done < STEADY_AFTER) await window(definition, workers, (runs) => runs >= STEADY_AFTER - done);
       const later = await window(definition, workers, seconds(SECONDS));
       result.steady = { runs: later.latencies.length, seconds: later.seconds, after: Math.max(done, STEADY_AFTER), cpuMicrosPerRun: later.cpuMicrosPerRun };

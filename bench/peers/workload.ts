@@ -21,6 +21,13 @@ export const CRASH_IN_FLIGHT = 100;
  * starts all SUSPENDED at once, as its table did before, decision 0069). */
 export const APPROVALS_IN_FLIGHT = Number(process.env.BENCH_PEERS_APPROVALS_IN_FLIGHT ?? IN_FLIGHT);
 export const CRASH_TOTAL = Number(process.env.BENCH_CRASH_TOTAL ?? 1_000);
+/** Runs (IN_FLIGHT at a time) before each measured loop, sequential and
+ * in flight, in every process measured — Phronomy's (SQLite and PostgreSQL,
+ * bench/index.ts `loop`) and each peer's (`measureLoops`): a process has
+ * not compiled its hot path after 100 runs, and its first 2 s window after
+ * only 100 paid ≈2–3× the CPU per run of its later ones on PostgreSQL
+ * (decision 0124's addendum). BENCH_WARM_UP. */
+export const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 1_000);
 
 /** A message of a peer's conversation: plain JSON, what each peer stores. */
 export interface Message {
@@ -175,11 +182,13 @@ export interface Loops {
   readonly inFlight: LoopFigures;
 }
 
-/** A warm-up of IN_FLIGHT runs, then the sequential loop and the
- * IN_FLIGHT-in-flight loop, each on new conversations. */
+/** The sequential loop and the IN_FLIGHT-in-flight loop, each on new
+ * conversations and each after a warm-up of WARM_UP runs, IN_FLIGHT at a
+ * time (Phronomy's loops get the same, bench/index.ts `loop`). */
 export async function measureLoops(run: (conversation: string) => Promise<void>): Promise<Loops> {
-  await pool(IN_FLIGHT, IN_FLIGHT, (index) => run(`warm-${index}`));
+  await pool(WARM_UP, IN_FLIGHT, (index) => run(`warm-sequential-${index}`));
   const sequential = await runFor(run, "sequential", 1);
+  await pool(WARM_UP, IN_FLIGHT, (index) => run(`warm-in-flight-${index}`));
   const inFlight = await runFor(run, "in-flight", IN_FLIGHT);
   return { sequential, inFlight };
 }
