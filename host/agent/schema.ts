@@ -42,9 +42,7 @@ export async function validateWithSchema<Schema extends StandardSchemaV1>(
   schema: Schema,
   value: unknown,
 ): Promise<SchemaValidation<StandardSchemaV1.InferOutput<Schema>>> {
-  const result = await schema["~standard"].validate(value);
-  if (result.issues === undefined) return { ok: true, value: result.value as StandardSchemaV1.InferOutput<Schema> };
-  return { ok: false, issues: result.issues.map(plainIssue) };
+  return standardValidation(await schema["~standard"].validate(value)) as SchemaValidation<StandardSchemaV1.InferOutput<Schema>>;
 }
 
 /** `items[0].name`; the empty path (the value itself) reads `(input)`. */

@@ -24,6 +24,7 @@ import {
   formatIssues,
   isStandardSchema,
   toolSchemaOf,
+  isThenable,
   validateWithAnySchemaNow,
   type AiSdkSchema,
   type SchemaValidation,
@@ -370,8 +371,8 @@ export function validateToolInputNow<Input>(
   context: ToolCallContext = {},
 ): Input | Promise<Input> {
   const validation = validateWithAnySchemaNow(resolved.definition.inputSchema, input);
-  return validation instanceof Promise
-    ? validation.then((answered) => toolInputOf<Input>(resolved, answered, context))
+  return isThenable(validation)
+    ? Promise.resolve(validation).then((answered) => toolInputOf<Input>(resolved, answered, context))
     : toolInputOf<Input>(resolved, validation, context);
 }
 

@@ -171,6 +171,38 @@ describe("validateToolInput", () => {
     expect(validateToolInputNow(aiSdkNone, { n: 3 })).toEqual({ n: 3 });
   });
 
+  it("keeps a throwing validator's error and adopts a thenable as await did (validateToolInputNow)", async () => {
+    const schemaOf = (validate: (value: unknown) => unknown): StandardSchemaV1<unknown, { n: number }> =>
+      ({ "~standard": { version: 1, vendor: "hand-written", validate } }) as StandardSchemaV1<unknown, { n: number }>;
+    const broken = new Error("the refinement itself failed");
+    const throwing = functionTool(
+      resolveOne(
+        tool({
+          inputSchema: schemaOf(() => {
+            throw broken;
+          }),
+          execute: ({ n }) => n,
+        }),
+        "throwing",
+      ),
+    );
+    // At once: thrown as it is; through validateToolInput: a rejection, never a throw.
+    expect(() => validateToolInputNow(throwing, { n: 1 })).toThrow(broken);
+    const answer = validateToolInput(throwing, { n: 1 });
+    expect(answer).toBeInstanceOf(Promise);
+    await expect(answer).rejects.toBe(broken);
+    // A thenable that is not a Promise: adopted, as `await` adopted it.
+    const thenable = functionTool(
+      resolveOne(
+        tool({ inputSchema: schemaOf(() => ({ then: (resolve: (value: unknown) => void) => resolve({ value: { n: 4 } }) })), execute: ({ n }) => n }),
+        "thenable",
+      ),
+    );
+    const adopted = validateToolInputNow(thenable, { n: 4 });
+    expect(adopted).toBeInstanceOf(Promise);
+    await expect(adopted).resolves.toEqual({ n: 4 });
+  });
+
   it("types execute's input from the schema", () => {
     tool({
       inputSchema: lookupSchema,

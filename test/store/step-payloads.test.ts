@@ -2,7 +2,8 @@
 // (docs/decisions/0129): every row the worker writes is byte for byte the
 // one it wrote when it parsed the whole group's JSON and wrote each payload
 // again, for each operation type, with payloads JSON writes in a form of
-// its own (escapes, a lone surrogate, a Date, undefined, -0, integer keys).
+// its own (escapes, a lone surrogate, a Date, undefined, -0, integer keys;
+// a payload's own toJSON is now asked with the key "", as inline: 0129).
 
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -98,5 +99,17 @@ describe("step payloads encoded once (docs/decisions/0129)", () => {
     encodeGroup(group);
     expect(JSON.stringify(group)).toBe(text);
     expect((group[1] as unknown as { steps: StepRecord[] }).steps[0]!.payload).toBe(payload);
+  });
+
+  it("sends a sparse steps array as it is, and refuses a message whose payloads do not add up", () => {
+    // A hole is not a step: that operation goes as it was (the worker refuses it alone).
+    const sparse = terminalCommit("e5", 1, { steps: new Array<StepRecord>(2) });
+    const group = [toolBarrier("e1", 1, { steps: stepsOf(20) }), sparse];
+    const encoded = encodeGroup(group);
+    expect(encoded.encoded).toBe("10");
+    expect(decodeGroup(encoded)).toHaveLength(2);
+    // A format mistake fails loudly instead of binding shifted text.
+    expect(() => decodeGroup({ ...encoded, payloads: `${encoded.payloads} ` })).toThrow(/step payloads: 2 operations/);
+    expect(() => decodeGroup({ ...encoded, encoded: "1" })).toThrow(/1 marks/);
   });
 });

@@ -36,7 +36,7 @@ export function encodeGroup(operations: readonly OffloadOperation[]): EncodedGro
   for (let index = 0; index < operations.length; index += 1) {
     const operation = operations[index]!;
     const steps = withSteps.has(operation.type) && ownFields(operation) ? (operation as { readonly steps?: unknown }).steps : undefined;
-    if (!Array.isArray(steps) || !ownFields(steps) || !steps.every(isStep)) {
+    if (!Array.isArray(steps) || !ownFields(steps) || !allSteps(steps)) {
       // Left to the worker's checks as it is (and to the plain-data walk).
       sent[index] = operation;
       encoded += "0";
@@ -54,6 +54,12 @@ export function encodeGroup(operations: readonly OffloadOperation[]): EncodedGro
     encoded += "1";
   }
   return { operations: JSON.stringify(sent), payloads, encoded };
+}
+
+/** Every index a step (`every` would skip a sparse array's holes). */
+function allSteps(steps: readonly unknown[]): boolean {
+  for (let index = 0; index < steps.length; index += 1) if (!isStep(steps[index])) return false;
+  return true;
 }
 
 /** A step the group's text would have written as its own fields. */
@@ -81,6 +87,10 @@ export function decodeGroup(group: EncodedGroup): OffloadOperation[] {
       offset = end;
     }
   }
+  // Both threads are of one build: a mismatch is a bug in this file, and
+  // shifted text bound into the columns would corrupt rows silently.
+  if (group.encoded.length !== parsed.length || offset !== group.payloads.length)
+    throw new Error(`step payloads: ${parsed.length} operations and ${offset} of ${group.payloads.length} characters read, ${group.encoded.length} marks`);
   return parsed;
 }
 
