@@ -530,8 +530,6 @@ export class Offload {
       // Without a replacer: JSON.stringify's fast path (a replacer function
       // called for every value cost a third of it), then the walk that
       // refuses what JSON would have dropped silently (docs/decisions/0103).
-      // Each step's payload is written once, as its column's text
-      // (docs/decisions/0129).
       const group = encodeGroup(operations);
       for (let index = 0; index < operations.length; index += 1) assertOperationData(operations[index]!);
       request = {
