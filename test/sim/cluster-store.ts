@@ -57,6 +57,7 @@ import * as due from "../../host/store/sqlite/due-waits.js";
 import * as signals from "../../host/store/sqlite/signals.js";
 import * as schedules from "../../host/store/sqlite/schedules.js";
 import type { NewSchedule, ScheduleClaim, ScheduleRow, ScheduleScope, ScheduleSettlement } from "../../host/store/schedule-records.js";
+import { claimBatchMax } from "../../host/store/inbox-records.js";
 import { dueWaitsBatchMax, type DueCursor, type DueWait } from "../../host/store/due-waits.js";
 import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
 import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
@@ -66,7 +67,9 @@ import { SqliteReadableStore } from "../../host/store/sqlite/readable-store.js";
 import * as reads from "../../host/store/sqlite/reads.js";
 import { migrations } from "../../host/store/sqlite/schema.js";
 import { commitGroup } from "../../host/store/sqlite/transaction.js";
+import type { FiledStartAnswer, StartFiling, StartProgress } from "../../host/store/start-filing.js";
 import type { ExecutionStore } from "../../host/store/store.js";
+import * as starts from "./cluster-start-inbox.js";
 
 /** How a pending write settles. */
 export type WriteFate = "commit" | "failed" | "unknown_committed" | "unknown_not_committed";
@@ -131,6 +134,10 @@ export class Cluster {
   /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
   readonly queueOrderViolations: { readonly owner: string; readonly executionId: string; readonly agentId: string; readonly passed: readonly string[] }[] = [];
   private submitted = 0;
+  /** Starts made at a process not holding their conversation are filed
+   * for its holder (PostgreSQL's start inbox, docs/decisions/0031) rather
+   * than refused there: set before the handles are made. */
+  startInbox = false;
 
   /** `reused`: a database of an earlier cluster, emptied here (a seed of
    * the simulation costs less without its migrations); else a new one. */
@@ -142,6 +149,7 @@ export class Cluster {
     this.connection = reused ?? openSqlite(":memory:");
     if (reused === undefined) for (const migrate of migrations) migrate(this.connection);
     else emptyDatabase(reused);
+    starts.createStartInbox(this.connection);
   }
 
   /** Every handle made, for the inbox's notifications. */
@@ -171,6 +179,14 @@ export class Cluster {
   }
 
   private schedulesAnnounced = "";
+
+  /** PostgreSQL's notification after a start filed: the holder of the
+   * agent's lease hears that starts wait, a moment later. */
+  announceStartFiled(agentId: string): void {
+    const holder = this.leases.get(agentId)?.owner;
+    const handle = this.handles.find((candidate) => candidate.owner === holder && !candidate.killed);
+    if (handle !== undefined) queueMicrotask(() => handle.tellStartsFiled());
+  }
 
   /** PostgreSQL's notification after a commit that filed a decision: the
    * holder of the agent's lease hears of it, a moment later. */
@@ -253,7 +269,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   stalledUntil = 0;
   /** Leases by agent (no partitions), the approval inbox, the queue,
    * pruning, keyed signals and due waits; no start inbox. */
-  readonly capabilities: StoreCapabilities = {
+  readonly capabilities: StoreCapabilities;
+  /** Starts are filed for the processes holding their conversations (`Cluster.startInbox`). */
+  readonly balancing = true;
+  private static readonly baseCapabilities: StoreCapabilities = {
     leases: true,
     partitions: false,
     approvalInbox: true,
@@ -279,6 +298,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     readonly owner: string,
   ) {
     super(cluster.connection.path, cluster.connection);
+    this.capabilities = { ...ClusterStore.baseCapabilities, startInbox: cluster.startInbox };
     this.tick = setInterval(() => this.renew(), Math.floor(cluster.leaseMs / 3));
   }
 
@@ -481,16 +501,55 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.read(() => {
       const epoch = this.grants.get(agentId)?.grant.epoch;
       if (epoch === undefined || !this.fenceHolds(agentId, epoch, true)) return [];
-      return inbox
+      const decisions = inbox
         .claimDecisions(this.cluster.connection, checkId(agentId, "agentId"), claimToken(this.owner, epoch), retriesOnly)
         .map((claim) => ({ ...claim, claimedEpoch: epoch }));
+      // PostgreSQL claims the agent's filed starts with its decisions.
+      return [...decisions, ...starts.claimStarts(this.cluster.connection, agentId, this.owner, epoch)];
     });
+  }
+
+  // -- the start inbox (cluster-start-inbox.ts: PostgreSQL's rules) ---------------------------------
+
+  fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer> {
+    return this.read(() => {
+      const answer = starts.fileStart(this.cluster.connection, { ...filing, filedBy: this.owner });
+      if (answer.filedNow) this.cluster.announceStartFiled(filing.agentId);
+      return answer;
+    });
+  }
+
+  /** The filed starts of every agent held live here, claimed at its epoch. */
+  claimFiledStarts(): Promise<ClaimedDecision[]> {
+    return this.read(() => {
+      const claimed: ClaimedDecision[] = [];
+      for (const agentId of [...this.grants.keys()].sort()) {
+        const epoch = this.grants.get(agentId)!.grant.epoch;
+        if (claimed.length >= claimBatchMax || !this.fenceHolds(agentId, epoch, true)) continue;
+        claimed.push(...starts.claimStarts(this.cluster.connection, agentId, this.owner, epoch, claimBatchMax - claimed.length));
+      }
+      return claimed;
+    });
+  }
+
+  readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]> {
+    return this.read(() => starts.readStarts(this.cluster.connection, follows));
+  }
+
+  cancelFiledStart(executionId: string, error: string, at: number): Promise<ReturnType<typeof starts.cancelFiledStart>> {
+    return this.read(() => starts.cancelFiledStart(this.cluster.connection, checkId(executionId, "executionId"), error, at));
+  }
+
+  /** Tells the runtime starts may wait for agents held here. */
+  tellStartsFiled(): void {
+    if (!this.killed && !this.closed) this.signals.startsFiled();
   }
 
   /** Settles a claim made here at that epoch, while the lease still is. */
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {
     return this.read(() => {
       if (!this.fenceHolds(claim.agentId, claim.claimedEpoch, true)) return false;
+      if (claim.kind === "start") return starts.settleStart(this.cluster.connection, claim, this.owner, settlement, Date.now());
       return inbox.settleDecision(this.cluster.connection, claim, claimToken(this.owner, claim.claimedEpoch), settlement, Date.now());
     });
   }
@@ -599,6 +658,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
         .get(agentId, token);
       if (found !== undefined) this.signals.approvalFiled(agentId);
     }
+    const epochs = [...this.grants].map(([agentId, held]) => [agentId, held.grant.epoch] as const);
+    if (epochs.some(([agentId, epoch]) => starts.startWaiting(this.cluster.connection, agentId, epoch))) this.signals.startsFiled();
   }
 
   // -- due waits and keyed signals ----------------------------------------------------------------
@@ -685,7 +746,21 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       const taken = this.take(agentId);
       if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
     }
+    this.adoptFiledStarts();
     this.pollInbox();
+  }
+
+  /** A filed start's conversation whose lease nobody holds live is taken
+   * here (PostgreSQL's partitions are always held: balancing takes every
+   * one, and their filed starts with them), asked for from now on. */
+  private adoptFiledStarts(): void {
+    if (!this.cluster.startInbox) return;
+    for (const agentId of starts.agentsWithStartsWaiting(this.cluster.connection)) {
+      if (this.asked.has(agentId) || this.holderElsewhere(agentId) !== undefined) continue;
+      this.asked.add(agentId);
+      const taken = this.take(agentId);
+      if (taken !== undefined) this.signals.leaseAcquired(agentId, taken);
+    }
   }
 
   leaseOf(agentId: string): LeaseGrant | undefined {
@@ -731,8 +806,14 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   releaseLease(agentId: string): Promise<void> {
     if (this.killed) return this.never();
-    this.asked.delete(agentId);
     const held = this.grants.get(agentId);
+    if (held !== undefined && starts.startWaiting(this.cluster.connection, agentId, held.grant.epoch + 1)) {
+      // A start waits for it: kept, as PostgreSQL keeps the partition a
+      // conversation let go of lives in; its claim is told.
+      queueMicrotask(() => this.tellStartsFiled());
+      return Promise.resolve();
+    }
+    this.asked.delete(agentId);
     this.grants.delete(agentId);
     const row = this.cluster.leases.get(agentId);
     if (held !== undefined && row?.owner === this.owner && row.epoch === held.grant.epoch) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });

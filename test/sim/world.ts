@@ -31,6 +31,7 @@ import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-mode
 import { agentTool, Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
+import { filedStartCounts, startsUnsettled } from "./cluster-start-inbox.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 import { askDateTool, WaitAnswers, type DrawnAnswer } from "./world-waits.js";
 import { DurableWaits, paymentTool, waitTool, type SentSignal } from "./world-durable-waits.js";
@@ -42,6 +43,13 @@ export interface WorldSize {
   readonly processes: number;
   readonly conversations: number;
   readonly steps: number;
+}
+
+/** What a seed's processes open with beside the defaults. */
+export interface WorldModes {
+  /** Starts at a process not holding their conversation are filed for the
+   * holder (PostgreSQL's start inbox, cluster-start-inbox.ts). */
+  readonly startInbox?: boolean;
 }
 
 /** The lease length of the simulated store; the tick renews every third. */
@@ -138,8 +146,12 @@ export class World {
     readonly random: Random,
     readonly size: WorldSize,
     database?: SqliteConnection,
+    /** PostgreSQL's start inbox (a start at a process not holding its
+     * conversation is filed for the holder), drawn per seed. */
+    readonly modes: WorldModes = {},
   ) {
     this.cluster = new Cluster(leaseMs, false, database);
+    this.cluster.startInbox = modes.startInbox === true;
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.waits = new WaitAnswers(random);
     this.durable = new DurableWaits(random, this.cluster.connection);
@@ -659,6 +671,7 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
+    for (const executionId of startsUnsettled(this.cluster.connection)) this.problem(`the start filed as ${executionId} is still unsettled once the world is quiet`);
     for (const line of this.durable.checkQuiet()) this.problem(line);
     for (const line of this.schedules.checkQuiet(Date.now())) this.problem(line);
     for (const process of this.alive()) this.checkOwnership(process);
@@ -735,6 +748,7 @@ export class World {
       // (a conversation held after a store fault is recovered after the
       // core's backoff, its queue restored then): time runs on for it too.
       || this.cluster.connection.prepare("SELECT 1 FROM queued_messages").get() !== undefined
+      || startsUnsettled(this.cluster.connection).length > 0
       || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller))
     );
   }
@@ -742,6 +756,7 @@ export class World {
   // -- the run ----------------------------------------------------------------------------------
 
   async run(): Promise<void> {
+    if (this.modes.startInbox === true) this.note("modes: the start inbox");
     for (const simulated of this.processes) await this.start(simulated);
     for (this.step = 1; this.step <= this.size.steps; this.step += 1) {
       await this.oneStep();
@@ -749,6 +764,7 @@ export class World {
     }
     await this.drain();
     for (const [what, count] of Object.entries(this.schedules.counts())) this.drawn[what] = (this.drawn[what] ?? 0) + count;
+    for (const [state, count] of Object.entries(filedStartCounts(this.cluster.connection))) this.drawn[`filed start ${state}`] = count;
   }
 
   private async oneStep(): Promise<void> {
