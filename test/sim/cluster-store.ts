@@ -70,6 +70,7 @@ import { commitGroup } from "../../host/store/sqlite/transaction.js";
 import type { FiledStartAnswer, StartFiling, StartProgress } from "../../host/store/start-filing.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import * as starts from "./cluster-start-inbox.js";
+import * as homes from "./cluster-homes.js";
 
 /** How a pending write settles. */
 export type WriteFate = "commit" | "failed" | "unknown_committed" | "unknown_not_committed";
@@ -129,6 +130,12 @@ export class Cluster {
   /** How a schedule write goes (docs/decisions/0097): drawn by the world
    * while faults happen; committed when unset. */
   scheduleFate: (() => WriteFate) | undefined;
+  /** Called when a conversation is moved to the process its start landed at (`takeIdleHere`). */
+  onMove: ((agentId: string, former: string | undefined, mover: string) => void) | undefined;
+  /** Called when a conversation moved here is reported retaken as moved (`RecoveryCause.Moved`). */
+  onMovedRetake: ((agentId: string, owner: string) => void) | undefined;
+  /** Called when a preparation is refused naming the conversation's home (`movedTo`). */
+  onMovedRefusal: ((agentId: string, owner: string) => void) | undefined;
   /** Called when a lease moves from one owner to another (a takeover). */
   onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
   /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
@@ -150,14 +157,16 @@ export class Cluster {
     if (reused === undefined) for (const migrate of migrations) migrate(this.connection);
     else emptyDatabase(reused);
     starts.createStartInbox(this.connection);
+    homes.createHomes(this.connection);
   }
 
   /** Every handle made, for the inbox's notifications. */
   private readonly handles: ClusterStore[] = [];
 
-  /** A store handle for one process incarnation named `owner`. */
-  storeFor(owner: string): ClusterStore {
-    const handle = new ClusterStore(this, owner);
+  /** A store handle for one process incarnation named `owner`;
+   * `takeIdleHere`: PostgreSQL's option (docs/decisions/0101), with the start inbox. */
+  storeFor(owner: string, takeIdleHere = false): ClusterStore {
+    const handle = new ClusterStore(this, owner, takeIdleHere && this.startInbox);
     this.handles.push(handle);
     return handle;
   }
@@ -296,6 +305,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   constructor(
     readonly cluster: Cluster,
     readonly owner: string,
+    private readonly takesIdle = false,
   ) {
     super(cluster.connection.path, cluster.connection);
     this.capabilities = { ...ClusterStore.baseCapabilities, startInbox: cluster.startInbox };
@@ -415,6 +425,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     }
     this.cluster.checkQueueOrder(operation, this.owner, submittedAs);
     const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
+    // A home goes with its conversation's last row (docs/decisions/0112), in the prune's transaction.
+    if (settlement.ok && operation.type === "pruneExecutions") homes.pruneHomes(this.cluster.connection, operation.finishedBefore);
     if (settlement.ok) {
       this.cluster.noteEnqueued(operation);
       for (const filedFor of (settlement.value as { inboxFiledFor?: readonly string[] } | undefined)?.inboxFiledFor ?? []) this.cluster.announceFiled(filedFor);
@@ -469,7 +481,17 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     );
     if (operation.type === "prepareExecution") {
       this.noteLost(agentId, epoch);
-      return { ok: true, value: { outcome: "not_established", error: (this.admissionRefusal(agentId) ?? lost).toRecord() } };
+      const refusal = (this.admissionRefusal(agentId) ?? lost).toRecord();
+      // Moved by another process, and not known here yet (PostgreSQL's
+      // `prepareRefused`, docs/decisions/0112): the refusal names where it
+      // lives now, and the core places the start again.
+      const home = homes.homeOf(this.cluster.connection, agentId);
+      if (home !== undefined && home.movedBy !== this.owner && !this.homesKnown.has(agentId)) {
+        this.homesKnown.add(agentId);
+        this.cluster.onMovedRefusal?.(agentId, this.owner);
+        return { ok: true, value: { outcome: "not_established", error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: home.epoch } } } };
+      }
+      return { ok: true, value: { outcome: "not_established", error: refusal } };
     }
     if (rowFenced.has(operation.type)) {
       const row = reads.getExecution(this.cluster.connection, (operation as { executionId: string }).executionId);
@@ -480,6 +502,62 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   private noteLost(agentId: string, epoch: number): void {
     if (this.grants.get(agentId)?.grant.epoch === epoch) this.lose(agentId);
+  }
+
+  // -- homes (`takeIdleHere`, docs/decisions/0101; cluster-homes.ts) --------------------------------
+
+  /** Conversations whose home this handle learnt (a refusal named it, or it moved them). */
+  private readonly homesKnown = new Set<string>();
+  /** Conversations moved here, at the epoch of the move. */
+  private readonly moved = new Map<string, number>();
+
+  /** Opened with `takeIdleHere` (and the start inbox), and open. */
+  takesIdleHere(): boolean {
+    return this.takesIdle && !this.closed;
+  }
+
+  /** PostgreSQL's `home_conversation`, one statement with a fate the world
+   * draws: a conversation held live by another process that has nothing
+   * anywhere and no home is moved here — its lease taken at the next
+   * epoch, its home written; `home` when it has one (this handle notes
+   * it); `refused` otherwise (rows, not held elsewhere, or this handle
+   * not renewing in time). */
+  takeConversationHere(agentId: string): Promise<{ readonly outcome: "moved" | "home" | "refused"; readonly partition: number }> {
+    const id = checkId(agentId, "agentId");
+    return this.scheduleWrite("home_conversation", () => {
+      const connection = this.cluster.connection;
+      const now = Date.now();
+      const home = homes.homeOf(connection, id);
+      if (home !== undefined) {
+        this.homesKnown.add(id);
+        return { outcome: "home" as const, partition: home.epoch };
+      }
+      const row = this.cluster.leases.get(id);
+      const renewing = now >= this.stalledUntil;
+      if (row === undefined || row.owner === this.owner || row.expiresAt <= now || !renewing || homes.conversationHasRows(connection, id)) {
+        return { outcome: "refused" as const, partition: row?.epoch ?? neverHeldEpoch };
+      }
+      const grant = { owner: this.owner, epoch: row.epoch + 1, expiresAt: now + this.cluster.leaseMs };
+      this.cluster.leases.set(id, grant);
+      homes.insertHome(connection, id, this.owner, grant.epoch, now);
+      this.cluster.onMove?.(id, row.owner, this.owner);
+      this.asked.add(id);
+      this.grants.set(id, { grant, admitUntil: now + Math.floor(this.cluster.leaseMs * admitFraction) });
+      this.lastEpoch.set(id, grant.epoch);
+      this.homesKnown.add(id);
+      this.moved.set(id, grant.epoch);
+      return { outcome: "moved" as const, partition: grant.epoch };
+    });
+  }
+
+  /** Moved here, and still held at the move's epoch: its retake is reported
+   * as a move (`RecoveryCause.Moved`). */
+  movedHere(agentId: string): boolean {
+    const epoch = this.moved.get(agentId);
+    if (epoch === undefined) return false;
+    if (this.grants.get(agentId)?.grant.epoch === epoch) return true;
+    this.moved.delete(agentId);
+    return false;
   }
 
   // -- the approval inbox (PostgreSQL's rules over the SQLite table) -------------------------------

@@ -53,7 +53,8 @@ let database: SqliteConnection | undefined;
  * that once failed keep the modes they failed with (none). */
 function modesOf(seed: number): WorldModes {
   const draw = generator(seed ^ 0x2c1b3c6d);
-  return { startInbox: draw() < 0.5 };
+  const startInbox = draw() < 0.5;
+  return { startInbox, takeIdleHere: [0, 1, 2].map(() => startInbox && draw() < 0.6) };
 }
 
 async function simulate(seed: number, modes: WorldModes = modesOf(seed)): Promise<World> {

@@ -50,6 +50,10 @@ export interface WorldModes {
   /** Starts at a process not holding their conversation are filed for the
    * holder (PostgreSQL's start inbox, cluster-start-inbox.ts). */
   readonly startInbox?: boolean;
+  /** By process index: opened with PostgreSQL's `takeIdleHere` (with the
+   * start inbox): a start landing where its conversation, which has
+   * nothing anywhere, is not held moves it there (docs/decisions/0101). */
+  readonly takeIdleHere?: readonly boolean[];
 }
 
 /** The lease length of the simulated store; the tick renews every third. */
@@ -158,6 +162,15 @@ export class World {
     this.schedules = new WorldSchedules(random, this.cluster.connection);
     this.cluster.scheduleFate = () => (this.faulty ? this.pick(writeFates) : "commit");
     this.cluster.onFault = (owner) => this.disrupt(owner);
+    this.cluster.onMove = (agentId, former, mover) => {
+      this.count("moved");
+      this.note(`  ${agentId} moved from ${former ?? "nobody"} to ${mover} (its home)`);
+    };
+    this.cluster.onMovedRefusal = (agentId, owner) => {
+      this.count("preparation refused naming the home");
+      this.note(`  ${owner}'s preparation of ${agentId} refused: it lives elsewhere now`);
+    };
+    this.cluster.onMovedRetake = () => this.count("retaken as moved");
     this.cluster.onTakeover = (agentId, former, taker) => {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
       this.disrupt(former);
@@ -202,7 +215,7 @@ export class World {
 
   async start(process: SimProcess): Promise<void> {
     process.incarnation += 1;
-    process.store = this.cluster.storeFor(process.owner);
+    process.store = this.cluster.storeFor(process.owner, this.takesIdle(process));
     process.alive = true;
     this.note(`open ${process.owner}`);
     const owner = process.owner;
@@ -298,8 +311,25 @@ export class World {
     return `c${Math.floor(this.random() * this.size.conversations)}`;
   }
 
-  startRun(process: SimProcess): void {
-    const conversation = this.conversationId();
+  /** Whether the process opens with `takeIdleHere`. */
+  private takesIdle(process: SimProcess): boolean {
+    return this.modes.startInbox === true && this.modes.takeIdleHere?.[this.processes.indexOf(process)] === true;
+  }
+
+  /** New conversations started so far (`n0`, `n1`, …). */
+  private fresh = 0;
+
+  /** A new conversation started at one process and, at once, at another:
+   * the second start lands where the first holds it with nothing written
+   * yet — moved there when that process takes idle conversations. */
+  startFresh(first: SimProcess, second: SimProcess): void {
+    const conversation = `n${this.fresh++}`;
+    this.count("new conversation at two processes");
+    this.startRun(first, conversation);
+    this.startRun(second, conversation);
+  }
+
+  startRun(process: SimProcess, conversation = this.conversationId()): void {
     const onBusy = this.pick(busyPolicies);
     const key = this.chance(0.3) ? `k${Math.floor(this.random() * 3)}` : undefined;
     const timeoutMs = this.chance(0.2) ? 200 + Math.floor(this.random() * 4_000) : undefined;
@@ -757,6 +787,7 @@ export class World {
 
   async run(): Promise<void> {
     if (this.modes.startInbox === true) this.note("modes: the start inbox");
+    for (const simulated of this.processes) if (this.takesIdle(simulated)) this.note(`modes: ${simulated.name} takes idle conversations here`);
     for (const simulated of this.processes) await this.start(simulated);
     for (this.step = 1; this.step <= this.size.steps; this.step += 1) {
       await this.oneStep();
@@ -770,7 +801,10 @@ export class World {
   private async oneStep(): Promise<void> {
     const choice = this.random();
     const alive = this.alive();
-    if (choice < 0.22 && alive.length > 0) this.startRun(this.pick(alive));
+    if (choice < 0.22 && alive.length > 1 && this.processes.some((simulated) => this.takesIdle(simulated)) && this.chance(0.3)) {
+      const first = this.pick(alive);
+      this.startFresh(first, this.pick(alive.filter((other) => other !== first)));
+    } else if (choice < 0.22 && alive.length > 0) this.startRun(this.pick(alive));
     else if (choice < 0.45 && this.cluster.pending.length > 0) this.settleWrite(this.pick(this.cluster.pending), false);
     else if (choice < 0.57 && this.models.length > 0) this.answerModel(Math.floor(this.random() * this.models.length), false);
     else if (choice < 0.66 && this.tools.length > 0) this.finishTool(Math.floor(this.random() * this.tools.length), false);
