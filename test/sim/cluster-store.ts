@@ -555,7 +555,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   movedHere(agentId: string): boolean {
     const epoch = this.moved.get(agentId);
     if (epoch === undefined) return false;
-    if (this.grants.get(agentId)?.grant.epoch === epoch) return true;
+    if (this.grants.get(agentId)?.grant.epoch === epoch) {
+      this.cluster.onMovedRetake?.(agentId, this.owner);
+      return true;
+    }
     this.moved.delete(agentId);
     return false;
   }
@@ -804,7 +807,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     const now = Date.now();
     const row = this.cluster.leases.get(agentId);
     if (row !== undefined && row.owner !== this.owner && row.expiresAt > now) return undefined;
-    const epoch = row === undefined ? 1 : row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch ? row.epoch : row.epoch + 1;
+    // With the start inbox, as PostgreSQL's partitions (0030): one taken
+    // again once expired, by its own holder too, is taken at epoch + 1 — a
+    // start claimed at the lapsed epoch is claimed again at the new one.
+    const renewed = row !== undefined && row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch;
+    const epoch = row === undefined ? 1 : renewed && (!this.cluster.startInbox || row.expiresAt > now) ? row.epoch : row.epoch + 1;
     const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };
     if (row !== undefined && row.owner !== this.owner) this.cluster.onTakeover?.(agentId, row.owner, this.owner);
     this.cluster.leases.set(agentId, grant);
