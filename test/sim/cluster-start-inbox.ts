@@ -75,7 +75,9 @@ export function claimStarts(connection: SqliteConnection, agentId: string, owner
       "SELECT * FROM sim_start_inbox WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_epoch < ?)) ORDER BY filed_at, decision_id LIMIT ?",
     )
     .all(agentId, epoch, limit);
-  const claim = connection.prepare("UPDATE sim_start_inbox SET state = 'claimed', claimed_by = ?, claimed_epoch = ?, claims = claims + 1 WHERE decision_id = ?");
+  const claim = connection.prepare(
+    "UPDATE sim_start_inbox SET state = 'claimed', claimed_by = ?, claimed_epoch = ?, claims = claims + 1 WHERE decision_id = ?",
+  );
   return rows.map((row) => {
     claim.run(owner, epoch, String(row["decision_id"]));
     const decisionId = String(row["decision_id"]);
@@ -101,8 +103,17 @@ export function claimStarts(connection: SqliteConnection, agentId: string, owner
  * checked the fence); false when the claim is not that one any more. */
 export function settleStart(connection: SqliteConnection, claim: ClaimedDecision, owner: string, settlement: DecisionSettlement, at: number): boolean {
   const settled = connection
-    .prepare("UPDATE sim_start_inbox SET state = ?, error = ?, settled_at = ? WHERE decision_id = ? AND state = 'claimed' AND claimed_by = ? AND claimed_epoch = ?")
-    .run(settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error), at, claim.decisionId, owner, claim.claimedEpoch);
+    .prepare(
+      "UPDATE sim_start_inbox SET state = ?, error = ?, settled_at = ? WHERE decision_id = ? AND state = 'claimed' AND claimed_by = ? AND claimed_epoch = ?",
+    )
+    .run(
+      settlement.applied ? "applied" : "refused",
+      settlement.applied ? null : JSON.stringify(settlement.error),
+      at,
+      claim.decisionId,
+      owner,
+      claim.claimedEpoch,
+    );
   return settled.changes === 1;
 }
 
@@ -152,6 +163,7 @@ export function startsUnsettled(connection: SqliteConnection): string[] {
 /** Filed starts by state (the run's counts). */
 export function filedStartCounts(connection: SqliteConnection): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const row of connection.prepare("SELECT state, count(*) AS n FROM sim_start_inbox GROUP BY state").all()) counts[String(row["state"])] = Number(row["n"]);
+  for (const row of connection.prepare("SELECT state, count(*) AS n FROM sim_start_inbox GROUP BY state").all())
+    counts[String(row["state"])] = Number(row["n"]);
   return counts;
 }

@@ -38,9 +38,32 @@
 //   PostgreSQL would file such a start for the holder — and the holder is
 //   told when one is due.
 //
+// * The start inbox (docs/decisions/0031; cluster-start-inbox.ts), when the
+//   cluster is made with `startInbox` (the world's SIM_HOMES draw): a start
+//   at a process not holding its conversation is filed for the holder, who
+//   claims it at its live epoch (told at once, and on each lease tick) and
+//   settles it under that claim; the filer reads it back. A conversation
+//   let go of while a start waits for it keeps its lease, and one whose
+//   lease nobody holds live is taken by the next live tick, as PostgreSQL's
+//   partitions are always held; a lease taken again once expired, by its
+//   own holder too, is taken at epoch + 1, as a partition is. Without it, a
+//   start at a process not holding its conversation is refused there
+//   (`AGENT_BUSY`, lease_not_held).
+// * Homes (`takeIdleHere`, docs/decisions/0101, 0112; cluster-homes.ts), for
+//   handles made with the option and the start inbox: `takeConversationHere`
+//   is PostgreSQL's `home_conversation`, one statement with a fate the world
+//   draws — a conversation held live by another process that has nothing
+//   anywhere and no home gets its lease at the next epoch (a conversation's
+//   lease is its partition here) and a home row; `home` when it has one;
+//   `refused` otherwise. The mover's retake is a move (`movedHere`: the
+//   `RecoveryCause.Moved` fact); the former holder's preparation is fenced
+//   and refused naming the home (`movedTo`) once, and the core places the
+//   start again; a home goes with its conversation's last row at the prune.
+//
 // Not simulated (PostgreSQL has them; the runtime works without them): the
-// partition book and filed starts. A start at a process not holding its
-// conversation is refused there (`AGENT_BUSY`, lease_not_held).
+// partition book (a lease per conversation stands for its partition), a
+// move carried by the preparation (decision 0119), balancing beyond the
+// start inbox's adoption.
 
 import { ExecutionRehydrationRequiredError, StoreError, type PhronomyError } from "../../host/errors.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../host/store/capabilities.js";
@@ -489,7 +512,13 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       if (home !== undefined && home.movedBy !== this.owner && !this.homesKnown.has(agentId)) {
         this.homesKnown.add(agentId);
         this.cluster.onMovedRefusal?.(agentId, this.owner);
-        return { ok: true, value: { outcome: "not_established", error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: home.epoch } } } };
+        return {
+          ok: true,
+          value: {
+            outcome: "not_established",
+            error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: home.epoch } },
+          },
+        };
       }
       return { ok: true, value: { outcome: "not_established", error: refusal } };
     }

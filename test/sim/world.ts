@@ -701,7 +701,8 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
-    for (const executionId of startsUnsettled(this.cluster.connection)) this.problem(`the start filed as ${executionId} is still unsettled once the world is quiet`);
+    for (const executionId of startsUnsettled(this.cluster.connection))
+      this.problem(`the start filed as ${executionId} is still unsettled once the world is quiet`);
     for (const line of this.durable.checkQuiet()) this.problem(line);
     for (const line of this.schedules.checkQuiet(Date.now())) this.problem(line);
     for (const process of this.alive()) this.checkOwnership(process);
