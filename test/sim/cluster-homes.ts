@@ -56,8 +56,3 @@ export function pruneHomes(connection: SqliteConnection, before: number): string
   for (const agentId of pruned) connection.prepare("DELETE FROM sim_conversation_homes WHERE agent_id = ?").run(agentId);
   return pruned;
 }
-
-/** Homes by how they came to be, for the run's counts. */
-export function homeCount(connection: SqliteConnection): number {
-  return Number(connection.prepare("SELECT count(*) AS n FROM sim_conversation_homes").get()?.["n"] ?? 0);
-}

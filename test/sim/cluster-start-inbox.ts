@@ -152,7 +152,7 @@ export function cancelFiledStart(
   return { agentId, state: row["state"] === "claimed" ? "claimed" : "settled" };
 }
 
-/** Whether anything of the start inbox is filed or claimed (for the world's quiet). */
+/** The starts still filed or claimed (for the world's quiet). */
 export function startsUnsettled(connection: SqliteConnection): string[] {
   return connection
     .prepare("SELECT execution_id FROM sim_start_inbox WHERE state IN ('filed', 'claimed')")
