@@ -39,7 +39,7 @@
 //   told when one is due.
 //
 // * The start inbox (docs/decisions/0031; cluster-start-inbox.ts), when the
-//   cluster is made with `startInbox` (the world's SIM_HOMES draw): a start
+//   cluster is made with `startInbox` (drawn per seed by sim.test.ts): a start
 //   at a process not holding its conversation is filed for the holder, who
 //   claims it at its live epoch (told at once, and on each lease tick) and
 //   settles it under that claim; the filer reads it back. A conversation

@@ -4,7 +4,8 @@
 // after every one, then drains and checks liveness.
 //
 // SIM_SEED=<n> replays one seed (SIM_SEEDS=1 for that one only);
-// SIM_SEEDS=<n> runs more (CI: 10,000); SIM_TRACE=1 prints each step.
+// SIM_SEEDS=<n> runs more (CI: 10,000); SIM_TRACE=1 prints each step;
+// SIM_HOMES=0 draws no start inbox nor `takeIdleHere` (decision 0101).
 
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadAiSdk, loadAiSdkInternals } from "../../host/agent/ai-sdk.js";
