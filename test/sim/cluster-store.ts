@@ -403,6 +403,9 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.hold(operation);
   }
 
+  /** With the start inbox: the fence each write in flight was sent with. */
+  private readonly sentFences = new WeakMap<OffloadOperation, { epoch: number } | undefined>();
+
   private hold(operation: OffloadOperation): Promise<unknown> {
     if (this.closed) throw new StoreError(`the simulated store ${this.path} is closed; open it again to write`);
     if (this.killed) return this.never();
@@ -413,6 +416,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
           details: { outcome: "not_committed" },
         }),
       );
+    }
+    if (this.cluster.startInbox) {
+      // As PostgreSQL's statement, the write carries the epoch held when it
+      // is sent (a lease taken again meanwhile, at a later epoch, fences it).
+      const agentId = this.agentOf(operation);
+      this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
     }
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
   }
@@ -441,7 +450,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   /** Runs the write now, fenced: one transaction of the shared database. */
   private commit(operation: OffloadOperation, submittedAs: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
     const agentId = this.agentOf(operation);
-    const fence = agentId === undefined ? undefined : this.fenceOf(agentId, operation);
+    const fence = this.sentFences.has(operation) ? this.sentFences.get(operation) : agentId === undefined ? undefined : this.fenceOf(agentId, operation);
     if (fence !== undefined && !this.fenceHolds(agentId!, fence.epoch, liveFenced.has(operation.type))) {
       const refusal = this.fenceRefusal(operation, agentId!, fence.epoch);
       if (refusal !== undefined) return refusal;

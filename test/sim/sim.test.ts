@@ -144,6 +144,10 @@ describe("the whole host, simulated", () => {
     [3008, "a new conversation moved to where its second start landed; the holder's preparation refused naming its home, placed again, filed"],
     [3034, "a start filed for a process whose lease lapsed and was taken again was claimed at the new epoch (it stayed claimed at the old one)"],
     [4041, "a run now at a process not holding the conversation files the firing's start: settled started once filed (decision 0078), the holder refusing it"],
+    [
+      6174,
+      "a preparation sent at an epoch before the conversation's move, committed after its sender took the lease again at a later epoch, was fenced (it ran a second execution beside the moved one's)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
