@@ -46,7 +46,8 @@
 //   let go of while a start waits for it keeps its lease, and one whose
 //   lease nobody holds live is taken by the next live tick, as PostgreSQL's
 //   partitions are always held; a lease taken again once expired, by its
-//   own holder too, is taken at epoch + 1, as a partition is. Without it, a
+//   own holder too, is taken at epoch + 1, as a partition is, and a write
+//   carries the epoch it was sent with (PostgreSQL's statement). Without it, a
 //   start at a process not holding its conversation is refused there
 //   (`AGENT_BUSY`, lease_not_held).
 // * Homes (`takeIdleHere`, docs/decisions/0101, 0112; cluster-homes.ts), for
