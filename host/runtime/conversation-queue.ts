@@ -276,6 +276,12 @@ export class ConversationQueues {
     );
   }
 
+  /** Whether a message of this id is queued (or being queued, or started
+   * from the queue) here. */
+  holds(executionId: string): boolean {
+    return this.state.items.has(executionId) || this.state.starting.has(executionId);
+  }
+
   /** `env.wait` on a queued message: settled with its outcome. */
   observe(executionId: string, observer: Waiter): boolean {
     const item = this.state.items.get(executionId);

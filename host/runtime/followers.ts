@@ -31,7 +31,7 @@ export interface FollowersHost {
   readonly store: ExecutionStore;
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
-  readonly queues: Pick<ConversationQueues, "observe" | "leaseLost">;
+  readonly queues: Pick<ConversationQueues, "observe" | "leaseLost" | "holds">;
   closed(): boolean;
   /** Starts filed for the processes holding their partitions, if this process files them. */
   remoteStarts(): RemoteStarts | undefined;
@@ -153,10 +153,16 @@ export class Followers {
   }
 
   /** A keyed start whose execution is in the store already: `waiter`
-   * follows it (from the store on PostgreSQL; as `env.wait` otherwise). */
+   * follows it (from the store on PostgreSQL; as `env.wait` otherwise).
+   * One admitted, being prepared or queued here is followed here, as
+   * `env.wait` follows it: its row may not be written yet, and a filer's
+   * read finding neither row nor filing refuses the follow (the
+   * simulation's seed 2032: a second start of a key while the first was
+   * being prepared here was told INVALID_INPUT). */
   followExecution(agentId: string, executionId: string, waiter: Waiter): void {
     const remoteStarts = this.host.remoteStarts();
-    if (remoteStarts !== undefined) return remoteStarts.follow(agentId, executionId, waiter);
+    const liveHere = this.host.coordinator.entryById(executionId) !== undefined || this.host.queues.holds(executionId);
+    if (remoteStarts !== undefined && !liveHere) return remoteStarts.follow(agentId, executionId, waiter);
     const settings = this.host.coordinator.settings;
     const observed = this.observer(executionId, agentId);
     observed.executionId.then(

@@ -38,9 +38,33 @@
 //   PostgreSQL would file such a start for the holder — and the holder is
 //   told when one is due.
 //
+// * The start inbox (docs/decisions/0031; cluster-start-inbox.ts), when the
+//   cluster is made with `startInbox` (drawn per seed by sim.test.ts): a start
+//   at a process not holding its conversation is filed for the holder, who
+//   claims it at its live epoch (told at once, and on each lease tick) and
+//   settles it under that claim; the filer reads it back. A conversation
+//   let go of while a start waits for it keeps its lease, and one whose
+//   lease nobody holds live is taken by the next live tick, as PostgreSQL's
+//   partitions are always held; a lease taken again once expired, by its
+//   own holder too, is taken at epoch + 1, as a partition is, and a write
+//   carries the epoch it was sent with (PostgreSQL's statement). Without it, a
+//   start at a process not holding its conversation is refused there
+//   (`AGENT_BUSY`, lease_not_held).
+// * Homes (`takeIdleHere`, docs/decisions/0101, 0112; cluster-homes.ts), for
+//   handles made with the option and the start inbox: `takeConversationHere`
+//   is PostgreSQL's `home_conversation`, one statement with a fate the world
+//   draws — a conversation held live by another process that has nothing
+//   anywhere and no home gets its lease at the next epoch (a conversation's
+//   lease is its partition here) and a home row; `home` when it has one;
+//   `refused` otherwise. The mover's retake is a move (`movedHere`: the
+//   `RecoveryCause.Moved` fact); the former holder's preparation is fenced
+//   and refused naming the home (`movedTo`) once, and the core places the
+//   start again; a home goes with its conversation's last row at the prune.
+//
 // Not simulated (PostgreSQL has them; the runtime works without them): the
-// partition book and filed starts. A start at a process not holding its
-// conversation is refused there (`AGENT_BUSY`, lease_not_held).
+// partition book (a lease per conversation stands for its partition), a
+// move carried by the preparation (decision 0119), balancing beyond the
+// start inbox's adoption.
 
 import { ExecutionRehydrationRequiredError, StoreError, type PhronomyError } from "../../host/errors.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../host/store/capabilities.js";
@@ -57,6 +81,7 @@ import * as due from "../../host/store/sqlite/due-waits.js";
 import * as signals from "../../host/store/sqlite/signals.js";
 import * as schedules from "../../host/store/sqlite/schedules.js";
 import type { NewSchedule, ScheduleClaim, ScheduleRow, ScheduleScope, ScheduleSettlement } from "../../host/store/schedule-records.js";
+import { claimBatchMax } from "../../host/store/inbox-records.js";
 import { dueWaitsBatchMax, type DueCursor, type DueWait } from "../../host/store/due-waits.js";
 import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
 import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
@@ -66,7 +91,10 @@ import { SqliteReadableStore } from "../../host/store/sqlite/readable-store.js";
 import * as reads from "../../host/store/sqlite/reads.js";
 import { migrations } from "../../host/store/sqlite/schema.js";
 import { commitGroup } from "../../host/store/sqlite/transaction.js";
+import type { FiledStartAnswer, StartFiling, StartProgress } from "../../host/store/start-filing.js";
 import type { ExecutionStore } from "../../host/store/store.js";
+import * as starts from "./cluster-start-inbox.js";
+import * as homes from "./cluster-homes.js";
 
 /** How a pending write settles. */
 export type WriteFate = "commit" | "failed" | "unknown_committed" | "unknown_not_committed";
@@ -126,11 +154,21 @@ export class Cluster {
   /** How a schedule write goes (docs/decisions/0097): drawn by the world
    * while faults happen; committed when unset. */
   scheduleFate: (() => WriteFate) | undefined;
+  /** Called when a conversation is moved to the process its start landed at (`takeIdleHere`). */
+  onMove: ((agentId: string, former: string | undefined, mover: string) => void) | undefined;
+  /** Called when a conversation moved here is reported retaken as moved (`RecoveryCause.Moved`). */
+  onMovedRetake: ((agentId: string, owner: string) => void) | undefined;
+  /** Called when a preparation is refused naming the conversation's home (`movedTo`). */
+  onMovedRefusal: ((agentId: string, owner: string) => void) | undefined;
   /** Called when a lease moves from one owner to another (a takeover). */
   onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
   /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
   readonly queueOrderViolations: { readonly owner: string; readonly executionId: string; readonly agentId: string; readonly passed: readonly string[] }[] = [];
   private submitted = 0;
+  /** Starts made at a process not holding their conversation are filed
+   * for its holder (PostgreSQL's start inbox, docs/decisions/0031) rather
+   * than refused there: set before the handles are made. */
+  startInbox = false;
 
   /** `reused`: a database of an earlier cluster, emptied here (a seed of
    * the simulation costs less without its migrations); else a new one. */
@@ -142,14 +180,17 @@ export class Cluster {
     this.connection = reused ?? openSqlite(":memory:");
     if (reused === undefined) for (const migrate of migrations) migrate(this.connection);
     else emptyDatabase(reused);
+    starts.createStartInbox(this.connection);
+    homes.createHomes(this.connection);
   }
 
   /** Every handle made, for the inbox's notifications. */
   private readonly handles: ClusterStore[] = [];
 
-  /** A store handle for one process incarnation named `owner`. */
-  storeFor(owner: string): ClusterStore {
-    const handle = new ClusterStore(this, owner);
+  /** A store handle for one process incarnation named `owner`;
+   * `takeIdleHere`: PostgreSQL's option (docs/decisions/0101), with the start inbox. */
+  storeFor(owner: string, takeIdleHere = false): ClusterStore {
+    const handle = new ClusterStore(this, owner, takeIdleHere && this.startInbox);
     this.handles.push(handle);
     return handle;
   }
@@ -171,6 +212,14 @@ export class Cluster {
   }
 
   private schedulesAnnounced = "";
+
+  /** PostgreSQL's notification after a start filed: the holder of the
+   * agent's lease hears that starts wait, a moment later. */
+  announceStartFiled(agentId: string): void {
+    const holder = this.leases.get(agentId)?.owner;
+    const handle = this.handles.find((candidate) => candidate.owner === holder && !candidate.killed);
+    if (handle !== undefined) queueMicrotask(() => handle.tellStartsFiled());
+  }
 
   /** PostgreSQL's notification after a commit that filed a decision: the
    * holder of the agent's lease hears of it, a moment later. */
@@ -253,7 +302,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   stalledUntil = 0;
   /** Leases by agent (no partitions), the approval inbox, the queue,
    * pruning, keyed signals and due waits; no start inbox. */
-  readonly capabilities: StoreCapabilities = {
+  readonly capabilities: StoreCapabilities;
+  /** Starts are filed for the processes holding their conversations (`Cluster.startInbox`). */
+  readonly balancing = true;
+  private static readonly baseCapabilities: StoreCapabilities = {
     leases: true,
     partitions: false,
     approvalInbox: true,
@@ -277,8 +329,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   constructor(
     readonly cluster: Cluster,
     readonly owner: string,
+    private readonly takesIdle = false,
   ) {
     super(cluster.connection.path, cluster.connection);
+    this.capabilities = { ...ClusterStore.baseCapabilities, startInbox: cluster.startInbox };
     this.tick = setInterval(() => this.renew(), Math.floor(cluster.leaseMs / 3));
   }
 
@@ -350,6 +404,9 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.hold(operation);
   }
 
+  /** With the start inbox: the fence each write in flight was sent with. */
+  private readonly sentFences = new WeakMap<OffloadOperation, { epoch: number } | undefined>();
+
   private hold(operation: OffloadOperation): Promise<unknown> {
     if (this.closed) throw new StoreError(`the simulated store ${this.path} is closed; open it again to write`);
     if (this.killed) return this.never();
@@ -360,6 +417,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
           details: { outcome: "not_committed" },
         }),
       );
+    }
+    if (this.cluster.startInbox) {
+      // As PostgreSQL's statement, the write carries the epoch held when it
+      // is sent (a lease taken again meanwhile, at a later epoch, fences it).
+      const agentId = this.agentOf(operation);
+      this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
     }
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
   }
@@ -388,13 +451,15 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   /** Runs the write now, fenced: one transaction of the shared database. */
   private commit(operation: OffloadOperation, submittedAs: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
     const agentId = this.agentOf(operation);
-    const fence = agentId === undefined ? undefined : this.fenceOf(agentId, operation);
+    const fence = this.sentFences.has(operation) ? this.sentFences.get(operation) : agentId === undefined ? undefined : this.fenceOf(agentId, operation);
     if (fence !== undefined && !this.fenceHolds(agentId!, fence.epoch, liveFenced.has(operation.type))) {
       const refusal = this.fenceRefusal(operation, agentId!, fence.epoch);
       if (refusal !== undefined) return refusal;
     }
     this.cluster.checkQueueOrder(operation, this.owner, submittedAs);
     const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
+    // A home goes with its conversation's last row (docs/decisions/0112), in the prune's transaction.
+    if (settlement.ok && operation.type === "pruneExecutions") homes.pruneHomes(this.cluster.connection, operation.finishedBefore);
     if (settlement.ok) {
       this.cluster.noteEnqueued(operation);
       for (const filedFor of (settlement.value as { inboxFiledFor?: readonly string[] } | undefined)?.inboxFiledFor ?? []) this.cluster.announceFiled(filedFor);
@@ -449,7 +514,23 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     );
     if (operation.type === "prepareExecution") {
       this.noteLost(agentId, epoch);
-      return { ok: true, value: { outcome: "not_established", error: (this.admissionRefusal(agentId) ?? lost).toRecord() } };
+      const refusal = (this.admissionRefusal(agentId) ?? lost).toRecord();
+      // Moved by another process, and not known here yet (PostgreSQL's
+      // `prepareRefused`, docs/decisions/0112): the refusal names where it
+      // lives now, and the core places the start again.
+      const home = homes.homeOf(this.cluster.connection, agentId);
+      if (home !== undefined && home.movedBy !== this.owner && !this.homesKnown.has(agentId)) {
+        this.homesKnown.add(agentId);
+        this.cluster.onMovedRefusal?.(agentId, this.owner);
+        return {
+          ok: true,
+          value: {
+            outcome: "not_established",
+            error: { ...refusal, details: { ...(refusal.details as Record<string, Json> | undefined), movedTo: home.epoch } },
+          },
+        };
+      }
+      return { ok: true, value: { outcome: "not_established", error: refusal } };
     }
     if (rowFenced.has(operation.type)) {
       const row = reads.getExecution(this.cluster.connection, (operation as { executionId: string }).executionId);
@@ -460,6 +541,65 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   private noteLost(agentId: string, epoch: number): void {
     if (this.grants.get(agentId)?.grant.epoch === epoch) this.lose(agentId);
+  }
+
+  // -- homes (`takeIdleHere`, docs/decisions/0101; cluster-homes.ts) --------------------------------
+
+  /** Conversations whose home this handle learnt (a refusal named it, or it moved them). */
+  private readonly homesKnown = new Set<string>();
+  /** Conversations moved here, at the epoch of the move. */
+  private readonly moved = new Map<string, number>();
+
+  /** Opened with `takeIdleHere` (and the start inbox), and open. */
+  takesIdleHere(): boolean {
+    return this.takesIdle && !this.closed;
+  }
+
+  /** PostgreSQL's `home_conversation`, one statement with a fate the world
+   * draws: a conversation held live by another process that has nothing
+   * anywhere and no home is moved here — its lease taken at the next
+   * epoch, its home written; `home` when it has one (this handle notes
+   * it); `refused` otherwise (rows, not held elsewhere, or this handle
+   * not renewing in time). */
+  takeConversationHere(agentId: string): Promise<{ readonly outcome: "moved" | "home" | "refused"; readonly partition: number }> {
+    const id = checkId(agentId, "agentId");
+    return this.scheduleWrite("home_conversation", () => {
+      const connection = this.cluster.connection;
+      const now = Date.now();
+      const home = homes.homeOf(connection, id);
+      if (home !== undefined) {
+        this.homesKnown.add(id);
+        return { outcome: "home" as const, partition: home.epoch };
+      }
+      const row = this.cluster.leases.get(id);
+      const renewing = now >= this.stalledUntil;
+      if (row === undefined || row.owner === this.owner || row.expiresAt <= now || !renewing || homes.conversationHasRows(connection, id)) {
+        return { outcome: "refused" as const, partition: row?.epoch ?? neverHeldEpoch };
+      }
+      const grant = { owner: this.owner, epoch: row.epoch + 1, expiresAt: now + this.cluster.leaseMs };
+      this.cluster.leases.set(id, grant);
+      homes.insertHome(connection, id, this.owner, grant.epoch, now);
+      this.cluster.onMove?.(id, row.owner, this.owner);
+      this.asked.add(id);
+      this.grants.set(id, { grant, admitUntil: now + Math.floor(this.cluster.leaseMs * admitFraction) });
+      this.lastEpoch.set(id, grant.epoch);
+      this.homesKnown.add(id);
+      this.moved.set(id, grant.epoch);
+      return { outcome: "moved" as const, partition: grant.epoch };
+    });
+  }
+
+  /** Moved here, and still held at the move's epoch: its retake is reported
+   * as a move (`RecoveryCause.Moved`). */
+  movedHere(agentId: string): boolean {
+    const epoch = this.moved.get(agentId);
+    if (epoch === undefined) return false;
+    if (this.grants.get(agentId)?.grant.epoch === epoch) {
+      this.cluster.onMovedRetake?.(agentId, this.owner);
+      return true;
+    }
+    this.moved.delete(agentId);
+    return false;
   }
 
   // -- the approval inbox (PostgreSQL's rules over the SQLite table) -------------------------------
@@ -481,16 +621,55 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.read(() => {
       const epoch = this.grants.get(agentId)?.grant.epoch;
       if (epoch === undefined || !this.fenceHolds(agentId, epoch, true)) return [];
-      return inbox
+      const decisions = inbox
         .claimDecisions(this.cluster.connection, checkId(agentId, "agentId"), claimToken(this.owner, epoch), retriesOnly)
         .map((claim) => ({ ...claim, claimedEpoch: epoch }));
+      // PostgreSQL claims the agent's filed starts with its decisions.
+      return [...decisions, ...starts.claimStarts(this.cluster.connection, agentId, this.owner, epoch)];
     });
+  }
+
+  // -- the start inbox (cluster-start-inbox.ts: PostgreSQL's rules) ---------------------------------
+
+  fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer> {
+    return this.read(() => {
+      const answer = starts.fileStart(this.cluster.connection, { ...filing, filedBy: this.owner });
+      if (answer.filedNow) this.cluster.announceStartFiled(filing.agentId);
+      return answer;
+    });
+  }
+
+  /** The filed starts of every agent held live here, claimed at its epoch. */
+  claimFiledStarts(): Promise<ClaimedDecision[]> {
+    return this.read(() => {
+      const claimed: ClaimedDecision[] = [];
+      for (const agentId of [...this.grants.keys()].sort()) {
+        const epoch = this.grants.get(agentId)!.grant.epoch;
+        if (claimed.length >= claimBatchMax || !this.fenceHolds(agentId, epoch, true)) continue;
+        claimed.push(...starts.claimStarts(this.cluster.connection, agentId, this.owner, epoch, claimBatchMax - claimed.length));
+      }
+      return claimed;
+    });
+  }
+
+  readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]> {
+    return this.read(() => starts.readStarts(this.cluster.connection, follows));
+  }
+
+  cancelFiledStart(executionId: string, error: string, at: number): Promise<ReturnType<typeof starts.cancelFiledStart>> {
+    return this.read(() => starts.cancelFiledStart(this.cluster.connection, checkId(executionId, "executionId"), error, at));
+  }
+
+  /** Tells the runtime starts may wait for agents held here. */
+  tellStartsFiled(): void {
+    if (!this.killed && !this.closed) this.signals.startsFiled();
   }
 
   /** Settles a claim made here at that epoch, while the lease still is. */
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {
     return this.read(() => {
       if (!this.fenceHolds(claim.agentId, claim.claimedEpoch, true)) return false;
+      if (claim.kind === "start") return starts.settleStart(this.cluster.connection, claim, this.owner, settlement, Date.now());
       return inbox.settleDecision(this.cluster.connection, claim, claimToken(this.owner, claim.claimedEpoch), settlement, Date.now());
     });
   }
@@ -599,6 +778,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
         .get(agentId, token);
       if (found !== undefined) this.signals.approvalFiled(agentId);
     }
+    const epochs = [...this.grants].map(([agentId, held]) => [agentId, held.grant.epoch] as const);
+    if (epochs.some(([agentId, epoch]) => starts.startWaiting(this.cluster.connection, agentId, epoch))) this.signals.startsFiled();
   }
 
   // -- due waits and keyed signals ----------------------------------------------------------------
@@ -665,7 +846,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     const now = Date.now();
     const row = this.cluster.leases.get(agentId);
     if (row !== undefined && row.owner !== this.owner && row.expiresAt > now) return undefined;
-    const epoch = row === undefined ? 1 : row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch ? row.epoch : row.epoch + 1;
+    // With the start inbox, as PostgreSQL's partitions (0030): one taken
+    // again once expired, by its own holder too, is taken at epoch + 1 — a
+    // start claimed at the lapsed epoch is claimed again at the new one.
+    const renewed = row !== undefined && row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch;
+    const epoch = row === undefined ? 1 : renewed && (!this.cluster.startInbox || row.expiresAt > now) ? row.epoch : row.epoch + 1;
     const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };
     if (row !== undefined && row.owner !== this.owner) this.cluster.onTakeover?.(agentId, row.owner, this.owner);
     this.cluster.leases.set(agentId, grant);
@@ -685,7 +870,21 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       const taken = this.take(agentId);
       if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
     }
+    this.adoptFiledStarts();
     this.pollInbox();
+  }
+
+  /** A filed start's conversation whose lease nobody holds live is taken
+   * here (PostgreSQL's partitions are always held: balancing takes every
+   * one, and their filed starts with them), asked for from now on. */
+  private adoptFiledStarts(): void {
+    if (!this.cluster.startInbox) return;
+    for (const agentId of starts.agentsWithStartsWaiting(this.cluster.connection)) {
+      if (this.asked.has(agentId) || this.holderElsewhere(agentId) !== undefined) continue;
+      this.asked.add(agentId);
+      const taken = this.take(agentId);
+      if (taken !== undefined) this.signals.leaseAcquired(agentId, taken);
+    }
   }
 
   leaseOf(agentId: string): LeaseGrant | undefined {
@@ -731,8 +930,14 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   releaseLease(agentId: string): Promise<void> {
     if (this.killed) return this.never();
-    this.asked.delete(agentId);
     const held = this.grants.get(agentId);
+    if (held !== undefined && starts.startWaiting(this.cluster.connection, agentId, held.grant.epoch + 1)) {
+      // A start waits for it: kept, as PostgreSQL keeps the partition a
+      // conversation let go of lives in; its claim is told.
+      queueMicrotask(() => this.tellStartsFiled());
+      return Promise.resolve();
+    }
+    this.asked.delete(agentId);
     this.grants.delete(agentId);
     const row = this.cluster.leases.get(agentId);
     if (held !== undefined && row?.owner === this.owner && row.epoch === held.grant.epoch) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });

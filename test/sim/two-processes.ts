@@ -30,9 +30,10 @@ function refundOnAsk(): LanguageModel {
 }
 
 /** A process of the cluster, named `owner`, with the "support" agent and
- * its model (by default: a refund for "refund order 1"). */
-export async function open(cluster: Cluster, owner: string, model: LanguageModel = refundOnAsk()): Promise<Process> {
-  const store = cluster.storeFor(owner);
+ * its model (by default: a refund for "refund order 1"); `takeIdleHere`:
+ * its store opened with PostgreSQL's option (the cluster's start inbox on). */
+export async function open(cluster: Cluster, owner: string, model: LanguageModel = refundOnAsk(), takeIdleHere = false): Promise<Process> {
+  const store = cluster.storeFor(owner, takeIdleHere);
   const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
   const agent = environment.agent({
     name: "support",

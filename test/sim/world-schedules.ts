@@ -104,7 +104,11 @@ export class WorldSchedules {
       const ran =
         this.connection.prepare("SELECT 1 FROM executions WHERE execution_id = ?").get(id) !== undefined
         || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(id) !== undefined;
-      if (row["outcome"] !== "refused" && !ran)
+      // Filed for the conversation's holder (the start inbox): settled started
+      // once filed (docs/decisions/0078); the holder judges the filed start,
+      // and the world checks that it is settled once quiet.
+      const filed = row["outcome"] === "started" && this.connection.prepare("SELECT 1 FROM sim_start_inbox WHERE execution_id = ?").get(id) !== undefined;
+      if (row["outcome"] !== "refused" && !ran && !filed)
         problems.push(`schedule ${String(row["schedule_id"])}: slot ${String(row["slot"])} settled ${String(row["outcome"])}, yet execution ${id} is nowhere`);
       if (row["outcome"] === "refused" && ran)
         problems.push(`schedule ${String(row["schedule_id"])}: slot ${String(row["slot"])} settled refused (${String(row["error"])}), yet execution ${id} ran`);

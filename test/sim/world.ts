@@ -31,6 +31,7 @@ import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-mode
 import { agentTool, Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
+import { filedStartCounts, startsUnsettled } from "./cluster-start-inbox.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 import { askDateTool, WaitAnswers, type DrawnAnswer } from "./world-waits.js";
 import { DurableWaits, paymentTool, waitTool, type SentSignal } from "./world-durable-waits.js";
@@ -42,6 +43,17 @@ export interface WorldSize {
   readonly processes: number;
   readonly conversations: number;
   readonly steps: number;
+}
+
+/** What a seed's processes open with beside the defaults. */
+export interface WorldModes {
+  /** Starts at a process not holding their conversation are filed for the
+   * holder (PostgreSQL's start inbox, cluster-start-inbox.ts). */
+  readonly startInbox?: boolean;
+  /** By process index: opened with PostgreSQL's `takeIdleHere` (with the
+   * start inbox): a start landing where its conversation, which has
+   * nothing anywhere, is not held moves it there (docs/decisions/0101). */
+  readonly takeIdleHere?: readonly boolean[];
 }
 
 /** The lease length of the simulated store; the tick renews every third. */
@@ -138,14 +150,27 @@ export class World {
     readonly random: Random,
     readonly size: WorldSize,
     database?: SqliteConnection,
+    /** PostgreSQL's start inbox (a start at a process not holding its
+     * conversation is filed for the holder), drawn per seed. */
+    readonly modes: WorldModes = {},
   ) {
     this.cluster = new Cluster(leaseMs, false, database);
+    this.cluster.startInbox = modes.startInbox === true;
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.waits = new WaitAnswers(random);
     this.durable = new DurableWaits(random, this.cluster.connection);
     this.schedules = new WorldSchedules(random, this.cluster.connection);
     this.cluster.scheduleFate = () => (this.faulty ? this.pick(writeFates) : "commit");
     this.cluster.onFault = (owner) => this.disrupt(owner);
+    this.cluster.onMove = (agentId, former, mover) => {
+      this.count("moved");
+      this.note(`  ${agentId} moved from ${former ?? "nobody"} to ${mover} (its home)`);
+    };
+    this.cluster.onMovedRefusal = (agentId, owner) => {
+      this.count("preparation refused naming the home");
+      this.note(`  ${owner}'s preparation of ${agentId} refused: it lives elsewhere now`);
+    };
+    this.cluster.onMovedRetake = () => this.count("retaken as moved");
     this.cluster.onTakeover = (agentId, former, taker) => {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
       this.disrupt(former);
@@ -190,7 +215,7 @@ export class World {
 
   async start(process: SimProcess): Promise<void> {
     process.incarnation += 1;
-    process.store = this.cluster.storeFor(process.owner);
+    process.store = this.cluster.storeFor(process.owner, this.takesIdle(process));
     process.alive = true;
     this.note(`open ${process.owner}`);
     const owner = process.owner;
@@ -286,8 +311,25 @@ export class World {
     return `c${Math.floor(this.random() * this.size.conversations)}`;
   }
 
-  startRun(process: SimProcess): void {
-    const conversation = this.conversationId();
+  /** Whether the process opens with `takeIdleHere`. */
+  private takesIdle(process: SimProcess): boolean {
+    return this.modes.startInbox === true && this.modes.takeIdleHere?.[this.processes.indexOf(process)] === true;
+  }
+
+  /** New conversations started so far (`n0`, `n1`, …). */
+  private fresh = 0;
+
+  /** A new conversation started at one process and, at once, at another:
+   * the second start lands where the first holds it with nothing written
+   * yet — moved there when that process takes idle conversations. */
+  startFresh(first: SimProcess, second: SimProcess): void {
+    const conversation = `n${this.fresh++}`;
+    this.count("new conversation at two processes");
+    this.startRun(first, conversation);
+    this.startRun(second, conversation);
+  }
+
+  startRun(process: SimProcess, conversation = this.conversationId()): void {
     const onBusy = this.pick(busyPolicies);
     const key = this.chance(0.3) ? `k${Math.floor(this.random() * 3)}` : undefined;
     const timeoutMs = this.chance(0.2) ? 200 + Math.floor(this.random() * 4_000) : undefined;
@@ -659,6 +701,8 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
+    for (const executionId of startsUnsettled(this.cluster.connection))
+      this.problem(`the start filed as ${executionId} is still unsettled once the world is quiet`);
     for (const line of this.durable.checkQuiet()) this.problem(line);
     for (const line of this.schedules.checkQuiet(Date.now())) this.problem(line);
     for (const process of this.alive()) this.checkOwnership(process);
@@ -735,6 +779,7 @@ export class World {
       // (a conversation held after a store fault is recovered after the
       // core's backoff, its queue restored then): time runs on for it too.
       || this.cluster.connection.prepare("SELECT 1 FROM queued_messages").get() !== undefined
+      || startsUnsettled(this.cluster.connection).length > 0
       || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller))
     );
   }
@@ -742,6 +787,8 @@ export class World {
   // -- the run ----------------------------------------------------------------------------------
 
   async run(): Promise<void> {
+    if (this.modes.startInbox === true) this.note("modes: the start inbox");
+    for (const simulated of this.processes) if (this.takesIdle(simulated)) this.note(`modes: ${simulated.name} takes idle conversations here`);
     for (const simulated of this.processes) await this.start(simulated);
     for (this.step = 1; this.step <= this.size.steps; this.step += 1) {
       await this.oneStep();
@@ -749,12 +796,16 @@ export class World {
     }
     await this.drain();
     for (const [what, count] of Object.entries(this.schedules.counts())) this.drawn[what] = (this.drawn[what] ?? 0) + count;
+    for (const [state, count] of Object.entries(filedStartCounts(this.cluster.connection))) this.drawn[`filed start ${state}`] = count;
   }
 
   private async oneStep(): Promise<void> {
     const choice = this.random();
     const alive = this.alive();
-    if (choice < 0.22 && alive.length > 0) this.startRun(this.pick(alive));
+    if (choice < 0.22 && alive.length > 1 && this.processes.some((simulated) => this.takesIdle(simulated)) && this.chance(0.3)) {
+      const first = this.pick(alive);
+      this.startFresh(first, this.pick(alive.filter((other) => other !== first)));
+    } else if (choice < 0.22 && alive.length > 0) this.startRun(this.pick(alive));
     else if (choice < 0.45 && this.cluster.pending.length > 0) this.settleWrite(this.pick(this.cluster.pending), false);
     else if (choice < 0.57 && this.models.length > 0) this.answerModel(Math.floor(this.random() * this.models.length), false);
     else if (choice < 0.66 && this.tools.length > 0) this.finishTool(Math.floor(this.random() * this.tools.length), false);
