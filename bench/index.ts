@@ -6,6 +6,7 @@
 //   npm run bench                          # BENCH_ROUNDS=3, BENCH_SECONDS=2
 //   BENCH_ROUNDS=5 BENCH_SECONDS=3 npm run bench
 //   BENCH_ONLY=sequential|inflight|approvals|crash|waits npm run bench   # one section
+//   BENCH_ONLY=postgres npm run bench      # only Phronomy's PostgreSQL loops (sequential, 100 in flight), no peers
 //
 // Every loop below (sequential, 100 in flight; SQLite and PostgreSQL) and
 // each peer's two loops (bench/peers/workload.ts `measureLoops`) first
@@ -580,8 +581,9 @@ async function postgresRound(schemas: string[], index: number): Promise<Postgres
     return `postgres:${schema}`;
   };
   const result: PostgresRound = {};
-  if (ONLY === undefined || ONLY === "sequential") result.sequential = await loop(where("sequential"), "FULL", 1);
-  if (ONLY === undefined || ONLY === "inflight") result.inFlight = await loop(where("inflight"), "FULL", IN_FLIGHT);
+  const loops = ONLY === "postgres";
+  if (ONLY === undefined || loops || ONLY === "sequential") result.sequential = await loop(where("sequential"), "FULL", 1);
+  if (ONLY === undefined || loops || ONLY === "inflight") result.inFlight = await loop(where("inflight"), "FULL", IN_FLIGHT);
   if (ONLY === undefined || ONLY === "approvals") result.approvals = JSON.parse(await runChild(["approvals-child", where("approvals")]));
   if (ONLY === undefined || ONLY === "crash") result.crash = await crashAndRestart(where("crash"), index);
   return result;
@@ -590,8 +592,11 @@ async function postgresRound(schemas: string[], index: number): Promise<Postgres
 function describePostgres(round: PostgresRound, index: number): string {
   const rate = (loop: Loop) => (loop.runs / loop.seconds).toFixed(0);
   const parts: string[] = [];
-  if (round.sequential) parts.push(`sequential ${rate(round.sequential)} runs/s`);
-  if (round.inFlight) parts.push(`100 in flight ${rate(round.inFlight)} runs/s`);
+  // The process's CPU per run (every thread), as the SQLite rounds print it:
+  // the server's CPU is not in it (bench/e2e/postgres-server-cpu.ts reads that).
+  const cpu = (loop: Loop) => `(CPU ${loop.cpuMicrosPerRun.toFixed(0)} µs per run)`;
+  if (round.sequential) parts.push(`sequential ${rate(round.sequential)} runs/s ${cpu(round.sequential)}`);
+  if (round.inFlight) parts.push(`100 in flight ${rate(round.inFlight)} runs/s ${cpu(round.inFlight)}`);
   if (round.approvals)
     parts.push(
       `${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`,
@@ -631,29 +636,33 @@ async function peersSection(rounds: readonly Round[]): Promise<void> {
   peersWanted(); // a wrong BENCH_PEERS ends the bench before anything is measured
   console.log(`
 the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), then each peer (bench/peers), ${PEERS_ROUNDS} round(s)`);
-  const postgres: PostgresRound[] = [];
-  if (process.env.BENCH_POSTGRES !== "off") {
-    // Loaded here, not at the top: the SQLite children (this file) would
-    // carry pg's RSS in their memory figures, and an application on
-    // SQLite never loads it (the PostgreSQL store loads it itself).
-    const { default: pg } = await import("pg");
-    const admin = new pg.Client({ connectionString: POSTGRES });
-    const schemas: string[] = [];
-    try {
-      await admin.connect();
-      for (let index = 0; index < PEERS_ROUNDS; index += 1) {
-        console.log(`  PostgreSQL round ${index + 1} starts; ${unwritten()}`);
-        postgres.push(await postgresRound(schemas, index));
-        console.log(describePostgres(postgres.at(-1)!, index));
-      }
-    } catch (error) {
-      console.log(`  Phronomy on PostgreSQL not measured: ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
-      await admin.end().catch(() => undefined);
-    }
-  }
+  const postgres = process.env.BENCH_POSTGRES === "off" ? [] : await postgresSection();
   printPeersTable(await measurePeers(PEERS_ROUNDS), phronomyColumns(rounds, postgres));
+}
+
+/** Phronomy on PostgreSQL, PEERS_ROUNDS rounds, each printed as it ends. */
+async function postgresSection(): Promise<PostgresRound[]> {
+  const postgres: PostgresRound[] = [];
+  // Loaded here, not at the top: the SQLite children (this file) would
+  // carry pg's RSS in their memory figures, and an application on
+  // SQLite never loads it (the PostgreSQL store loads it itself).
+  const { default: pg } = await import("pg");
+  const admin = new pg.Client({ connectionString: POSTGRES });
+  const schemas: string[] = [];
+  try {
+    await admin.connect();
+    for (let index = 0; index < PEERS_ROUNDS; index += 1) {
+      console.log(`  PostgreSQL round ${index + 1} starts; ${unwritten()}`);
+      postgres.push(await postgresRound(schemas, index));
+      console.log(describePostgres(postgres.at(-1)!, index));
+    }
+  } catch (error) {
+    console.log(`  Phronomy on PostgreSQL not measured: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+  }
+  return postgres;
 }
 
 function describe(round: Round, index: number): string {
@@ -867,6 +876,7 @@ async function main(): Promise<void> {
   const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
   try {
     if (ONLY === "waits") return await waitsSection(directory);
+    if (ONLY === "postgres") return void (await postgresSection());
     console.log(
       `npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`,
     );

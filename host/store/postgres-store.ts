@@ -519,7 +519,7 @@ export class PostgresStore implements ExecutionStore {
     const terminal = operation.type === "terminalCommit";
     if (preparing || terminal) startTiming.phase(agentId, preparing ? "preparing" : "terminating");
     try {
-      const answer = await this.submitConnected(sql, partition);
+      const answer = await this.submitConnected(sql, partition, statement.call);
       if (move !== undefined) {
         const livesIn = movedAnswerOf(answer);
         this.leaseBook.moveAnswered(agentId, livesIn);
@@ -574,10 +574,10 @@ export class PostgresStore implements ExecutionStore {
    * had (nothing was sent: the server's connection limit, a restart, the
    * pool's wait), `notConnectedRetriesMax` times over ≈ 1.5 s, so a
    * moment's overload does not fail a run (docs/decisions/0055). */
-  private async submitConnected(sql: string, partition: number): Promise<number> {
+  private async submitConnected(sql: string, partition: number, call: string | undefined): Promise<number> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.groups.submit(sql, partition);
+        return await this.groups.submit(sql, partition, call);
       } catch (error) {
         if (!(error instanceof NotConnected) || attempt >= notConnectedRetriesMax || this.closing !== undefined) throw error;
         await new Promise((resolve) => setTimeout(resolve, notConnectedRetryMs * 2 ** attempt));

@@ -78,7 +78,7 @@ export function approvalStatement(operation: ApprovalCommitOperation, known: Sus
   const { decided, metadata } = decisionWritten(operation, request, known.metadata);
   const revision = operation.expectedRevision + 1;
   const step: StepRecord = { kind: "approval_decided", at: operation.at, payload: decidedStepPayload(operation, revision) };
-  const sql = `SELECT approval_commit(${[
+  const call = `approval_commit(${[
     text(operation.executionId),
     integer(operation.expectedRevision, "approvalCommit.expectedRevision"),
     text(operation.approvalId),
@@ -89,8 +89,8 @@ export function approvalStatement(operation: ApprovalCommitOperation, known: Sus
     ...fenceArguments(fence),
     ...stepArguments([step]),
     text(writeId),
-  ].join(", ")}) AS applied`;
-  return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
+  ].join(", ")})`;
+  return { sql: `SELECT ${call} AS applied`, call, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
 }
 
 interface SuspendedColumns {

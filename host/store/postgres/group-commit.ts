@@ -24,6 +24,18 @@
 //   so every group takes its partitions' fence locks in one order, the
 //   order a takeover takes them in (docs/decisions/0042): a group and a
 //   takeover never wait for each other in a cycle.
+// * Members that are one function call each (`call`: the barriers, the
+//   preparations, the terminal and approval commits) travel folded: each
+//   run of consecutive calls in the group's order is ONE statement,
+//   `SELECT ARRAY[call, call, …]`, whose elements PostgreSQL evaluates in
+//   order — so the fence locks are still taken in the group's order — and
+//   whose answer is every member's `applied`. The server parses, plans,
+//   starts and answers one statement for them instead of one each
+//   (docs/decisions/0130). The functions are VOLATILE PL/pgSQL: each of
+//   their statements takes a fresh snapshot and sees what the calls before
+//   it wrote, as it did when each call was a statement of its own. A
+//   member that is not one call (a moving preparation, a terminal commit
+//   with child filings) is a statement of its own between them.
 // * A lost connection is reported to every member as `ConnectionLost`
 //   (with the backend's pid): the group may or may not have committed, and
 //   the store reads back each member's outcome (`outcome.ts`).
@@ -57,6 +69,8 @@ export class NotConnected extends Error {
 
 interface Member {
   readonly sql: string;
+  /** `sql`'s answer as one scalar expression (a function call), when it is one. */
+  readonly call: string | undefined;
   readonly order: number;
   readonly resolve: (applied: number) => void;
   readonly reject: (error: unknown) => void;
@@ -70,8 +84,9 @@ export class GroupCommit {
    * time groups spent waiting for a pooled connection and in all (from
    * leaving the queue to their answer), summed over groups — over a span,
    * `inFlightMs / span` is the mean number of groups on their way
-   * (docs/decisions/0114). */
-  readonly figures = { groups: 0, statements: 0, connectingMs: 0, inFlightMs: 0 };
+   * (docs/decisions/0114); `sent`: the statements the server ran for
+   * them, the folded calls counted once (docs/decisions/0130). */
+  readonly figures = { groups: 0, statements: 0, sent: 0, connectingMs: 0, inFlightMs: 0 };
 
   constructor(
     private readonly pool: pg.Pool,
@@ -83,10 +98,11 @@ export class GroupCommit {
    * committed: 0 when it was refused (it wrote nothing), more when it
    * applied (1, or a preparation's 2: the agent's first, `functions.ts`);
    * rejects with the statement's error, with `ConnectionLost`, or with
-   * `NotConnected` (nothing sent). */
-  submit(sql: string, order = 0): Promise<number> {
+   * `NotConnected` (nothing sent). `call`: the same write as one scalar
+   * expression answering `applied` (then folded with its neighbours). */
+  submit(sql: string, order = 0, call?: string): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ sql, order, resolve, reject });
+      this.waiting.push({ sql, call, order, resolve, reject });
       this.schedule();
     });
   }
@@ -141,9 +157,11 @@ export class GroupCommit {
     const backendPid = (client as unknown as { processID?: number }).processID;
     this.figures.groups += 1;
     this.figures.statements += members.length;
+    const { text, answers, sent } = foldedGroup(members);
+    this.figures.sent += sent;
     let results: pg.QueryResult[];
     try {
-      const answer = await client.query(members.map((member) => member.sql).join(";\n"));
+      const answer = await client.query(text);
       results = Array.isArray(answer) ? (answer as pg.QueryResult[]) : [answer];
     } catch (error) {
       if (isConnectionLoss(error)) {
@@ -166,9 +184,53 @@ export class GroupCommit {
     }
     client.release();
     members.forEach((member, index) => {
-      member.resolve(Number((results[index]?.rows[0] as { applied?: unknown } | undefined)?.applied ?? 0));
+      const where = answers[index]!;
+      const applied = (results[where.statement]?.rows[0] as { applied?: unknown } | undefined)?.applied;
+      member.resolve(Number((where.element === undefined ? applied : (applied as readonly unknown[] | undefined)?.[where.element]) ?? 0));
     });
   }
+}
+
+/** Where a member's answer is: its statement's `applied`, or an element of it. */
+interface AnswerAt {
+  readonly statement: number;
+  readonly element: number | undefined;
+}
+
+/** The group's text (`GroupCommit`'s rule: each run of consecutive calls
+ * one `SELECT ARRAY[…]`, every other member its own statement, in the
+ * members' order) and where each member's answer is. */
+export function foldedGroup(members: readonly { readonly sql: string; readonly call: string | undefined }[]): {
+  readonly text: string;
+  readonly answers: readonly AnswerAt[];
+  readonly sent: number;
+} {
+  const statements: string[] = [];
+  const answers: AnswerAt[] = [];
+  /** The members of the run of calls not yet written. */
+  let run: number[] = [];
+  const endRun = () => {
+    if (run.length === 0) return;
+    const statement = statements.length;
+    const calls = run.map((index) => members[index]!.call!);
+    // A run of one call: the member's own statement, its answer a number.
+    statements.push(run.length === 1 ? members[run[0]!]!.sql : `SELECT ARRAY[${calls.join(",\n")}]::integer[] AS applied`);
+    run.forEach((index, element) => {
+      answers[index] = { statement, element: run.length === 1 ? undefined : element };
+    });
+    run = [];
+  };
+  members.forEach((member, index) => {
+    if (member.call !== undefined) {
+      run.push(index);
+      return;
+    }
+    endRun();
+    answers[index] = { statement: statements.length, element: undefined };
+    statements.push(member.sql);
+  });
+  endRun();
+  return { text: statements.join(";\n"), answers, sent: statements.length };
 }
 
 /** PostgreSQL's `deadlock_detected` (40P01). */

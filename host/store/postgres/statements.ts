@@ -71,6 +71,10 @@ export interface KnownRow {
  * and what the row is afterwards (undefined: not worth remembering). */
 export interface Statement {
   readonly sql: string;
+  /** The same write as one scalar expression answering what `sql`'s
+   * `applied` answers (a plain function call), when it is one: the group
+   * commit folds such calls into one statement (docs/decisions/0130). */
+  readonly call?: string;
   readonly value: unknown;
   readonly after: KnownRow | undefined;
 }
@@ -146,9 +150,9 @@ export function movingPrepareStatement(
   owner: string,
   waitMs: number,
 ): Statement {
-  const prepared = prepareStatement(operation, fence, writeId);
+  const { call: preparation, ...prepared } = prepareStatement(operation, fence, writeId);
   const partition = integer(move.partition, "move.partition");
-  const sql = `SELECT CASE WHEN moved.home_outcome = 'moved' OR (moved.home_outcome = 'home' AND moved.home_partition = ${partition}) THEN ${prepared.call} ELSE -1 - moved.home_partition END AS applied FROM home_conversation(${[
+  const sql = `SELECT CASE WHEN moved.home_outcome = 'moved' OR (moved.home_outcome = 'home' AND moved.home_partition = ${partition}) THEN ${preparation} ELSE -1 - moved.home_partition END AS applied FROM home_conversation(${[
     text(move.agentId),
     text(owner),
     partition,
@@ -261,7 +265,7 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
   if (operation.type === "providerBarrier" || operation.type === "toolBarrier") {
     const metadata = barrierMetadata(known.metadata, operation);
     const phase = operation.type === "providerBarrier" ? "calling_llm" : "dispatching_tools";
-    const sql = `SELECT barrier(${[
+    const call = `barrier(${[
       ...head,
       text(phase),
       text(jsonText(metadata)),
@@ -270,14 +274,14 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
       ...fenceArguments(fence),
       ...stepArguments([...operation.steps, barrierStep(operation, revision)]),
       text(writeId),
-    ].join(", ")}) AS applied`;
-    return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
+    ].join(", ")})`;
+    return { sql: `SELECT ${call} AS applied`, call, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
   }
   const suspended = operation.outcome === "suspended";
   const finalStep: StepRecord = suspended
     ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
-  const commit = `SELECT terminal_commit(${[
+  const call = `terminal_commit(${[
     ...head,
     text(suspended ? "suspended" : "terminal"),
     text(operation.outcome),
@@ -291,12 +295,15 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
     ...stepArguments([...operation.steps, finalStep]),
     text(writeId),
     ...journalArguments(operation.journal),
-  ].join(", ")}) AS applied`;
+  ].join(", ")})`;
   // A child's end for its parent, a parent's end for its child (decision 0079).
   const { filings, told } = childFilingsOfCommit(known.metadata, operation);
+  const commit = `SELECT ${call} AS applied`;
   const sql = withChildFilings(commit, filings);
+  const value = told.length > 0 ? { revision, inboxFiledFor: told } : { revision };
   // Suspended or finished: a later write (a resume) reads the row again.
-  return { sql, value: told.length > 0 ? { revision, inboxFiledFor: told } : { revision }, after: undefined };
+  // With filings, a statement of its own (their inserts are its CTEs).
+  return sql === commit ? { sql, call, value, after: undefined } : { sql, value, after: undefined };
 }
 
 /** Reads the row a compare-and-set operation is about to replace, refusing
