@@ -80,7 +80,7 @@ import { assertOperationData } from "./plain-data.js";
 import type { StoreWorker } from "./sqlite/start-worker.js";
 import { encodeGroup } from "./sqlite/step-payloads.js";
 import type { Settlement } from "./sqlite/transaction.js";
-import { settlementsOf, type TransferredSettlement, type WorkerReply, type WorkerRequest } from "./sqlite/worker-protocol.js";
+import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
 
 /** Where a SQLite store's commits run (docs/decisions/0006): `inline` on
  * the calling thread, `worker` on the store's worker thread, `adaptive`
@@ -621,7 +621,7 @@ export class Offload {
     this.inFlight.delete(reply.group);
     this.inFlightOperations -= entries.length;
     if (this.inFlight.size === 0 && this.closing === undefined) this.worker?.thread.unref();
-    const settlements = settlementsOf(reply.settlements);
+    const settlements = JSON.parse(reply.settlements) as TransferredSettlement[];
     entries.forEach((entry, index) => settleTransferred(entry, settlements[index], this.settings.path));
     this.committed(entries.length);
     this.flush();

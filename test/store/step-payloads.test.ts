@@ -50,16 +50,6 @@ function operations(): OffloadOperation[] {
     providerBarrier("e4", 1, {
       steps: [{ kind: "tool_results", at: 20, payload: 1, toJSON: () => ({ kind: "tool_results", at: 21, payload: 2 }) } as StepRecord],
     }),
-    // The fields sent as text (docs/decisions/0131), with awkward values; a
-    // usage with a toJSON of its own and a batch of none go as they were.
-    prepare("e6"),
-    toolBarrier("e6", 1, {
-      toolBatch: [{ callId: "call \u2028 \ud800", toolName: 'look"up', input: awkward[0] as Json, idempotencyKey: "e6:call" }],
-      usage: { inputTokens: -0, outputTokens: 1e21, totalTokens: 5e-7 },
-    }),
-    providerBarrier("e6", 2, { usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3, toJSON: () => ({ inputTokens: 7 }) } as never }),
-    toolBarrier("e6", 3, { toolBatch: undefined as never, usage: undefined as never }),
-    terminalCommit("e6", 4, { usage: { inputTokens: 3, outputTokens: 0.5, totalTokens: 3.5 } }),
   ];
 }
 
@@ -80,7 +70,7 @@ function outcomes(settlements: Settlement[]): unknown[] {
   return settlements.map((settlement) => (settlement.ok ? settlement.value : settlement.error.message));
 }
 
-describe("step payloads and whole-column fields encoded once (docs/decisions/0129, 0131)", () => {
+describe("step payloads encoded once (docs/decisions/0129)", () => {
   it("writes every row byte for byte as the group's JSON parsed in the worker did, for each operation type", async () => {
     const before = await connection();
     const after = await connection();
@@ -89,22 +79,17 @@ describe("step payloads and whole-column fields encoded once (docs/decisions/012
     const settledBefore = commitGroup(before, JSON.parse(JSON.stringify(group)) as OffloadOperation[]);
     // Now: the payloads beside the text, as the message's clone copies them.
     const encoded = structuredClone(encodeGroup(group));
-    // "0" as it is; bits for its steps (1) and its fields (2, 4) sent as text.
-    expect(encoded.encoded).toBe("073303020207113");
+    expect(encoded.encoded).toBe("0111010000");
     expect(encoded.operations).not.toContain("say \\");
     expect(encoded.payloads).toContain('"say \\"hi\\"');
     const settledAfter = commitGroup(after, decodeGroup(encoded));
     expect(outcomes(settledAfter)).toEqual(outcomes(settledBefore));
-    expect(settledBefore.map((settlement) => settlement.ok)).toEqual([...new Array<boolean>(7).fill(true), false, ...new Array<boolean>(7).fill(true)]);
+    expect(settledBefore.map((settlement) => settlement.ok)).toEqual([true, true, true, true, true, true, true, false, true, true]);
     const written = rows(after);
     expect(written).toEqual(rows(before));
     // The awkward payloads are there, as JSON wrote them.
     const payloads = (written["steps"] ?? []).map((row) => String((row as Record<string, unknown>)["payload"]));
     for (const payload of awkward) expect(payloads).toContain(JSON.stringify(payload ?? null));
-    // The batch sent as text is the barrier's step's calls, as JSON wrote them.
-    const batch = JSON.stringify((group[11] as { toolBatch: unknown }).toolBatch);
-    expect(payloads).toContain(`{"calls":${batch},"revision":2}`);
-    expect(encoded.operations).not.toContain("look");
   });
 
   it("leaves the operations it was given as they were (the caller's objects are not the message's)", () => {
@@ -121,7 +106,7 @@ describe("step payloads and whole-column fields encoded once (docs/decisions/012
     const sparse = terminalCommit("e5", 1, { steps: new Array<StepRecord>(2) });
     const group = [toolBarrier("e1", 1, { steps: stepsOf(20) }), sparse];
     const encoded = encodeGroup(group);
-    expect(encoded.encoded).toBe("72");
+    expect(encoded.encoded).toBe("10");
     expect(decodeGroup(encoded)).toHaveLength(2);
     // A format mistake fails loudly instead of binding shifted text.
     expect(() => decodeGroup({ ...encoded, payloads: `${encoded.payloads} ` })).toThrow(/step payloads: 2 operations/);

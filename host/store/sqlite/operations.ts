@@ -43,7 +43,7 @@ import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { fileChildRows } from "./child-filings.js";
 import { definitionOf } from "./page-counts.js";
-import { agentFromRow, ColumnText, jsonText, zeroUsage } from "./rows.js";
+import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
 export function applyOperation(connection: SqliteConnection, operation: OffloadOperation): unknown {
@@ -232,17 +232,8 @@ export function providerBarrier(connection: SqliteConnection, operation: Provide
 export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
   const batch = jsonText(operation.toolBatch);
   const revision = barrierUpdate(connection, operation, batch);
-  appendSteps(connection, operation.executionId, [...operation.steps, toolBarrierStep(operation, batch, revision)]);
+  appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
-}
-
-/** A tool barrier's step. A batch sent as its text (`step-payloads.ts`,
- * docs/decisions/0131) is spliced into the step's text, which is then the
- * text `JSON.stringify` wrote of `barrierStep`'s payload, its batch written
- * once for both columns; a batch given as a value goes as before. */
-function toolBarrierStep(operation: ToolBarrierOperation, batch: string, revision: number): StepRecord {
-  if (!((operation.toolBatch as unknown) instanceof ColumnText)) return barrierStep(operation, revision);
-  return { kind: "tool_barrier", at: operation.at, payload: new ColumnText(`{"calls":${batch},"revision":${revision}}`) as unknown as Json };
 }
 
 /** A barrier's compare-and-set in one statement (docs/decisions/0091): the

@@ -14,26 +14,15 @@ import type { OffloadOperation } from "../offload-operation.js";
 import type { Json, StepRecord } from "../records.js";
 import { ColumnText } from "./rows.js";
 
-/** The operations whose `steps` are step records to append, and the fields
- * of each the worker writes only as a column's whole JSON text (never reads
- * as a value, on this store), sent as text too (docs/decisions/0131): a
- * barrier's and a terminal commit's usage, a tool barrier's batch (its mark
- * in the metadata, and its step's `calls`, spliced into that step's text by
- * `toolBarrier`). */
-const encodedFields: ReadonlyMap<string, readonly string[]> = new Map([
-  ["providerBarrier", ["usage"]],
-  ["toolBarrier", ["toolBatch", "usage"]],
-  ["terminalCommit", ["usage"]],
-]);
+/** The operations whose `steps` are step records to append. */
+const withSteps: ReadonlySet<string> = new Set(["providerBarrier", "toolBarrier", "terminalCommit"]);
 
 /** A group for the worker, three flat strings (a structured clone copies
  * one at the cost of a memcpy; an array of strings cost ≈3 µs a run more):
- * the operations as JSON text, where an encoded step's `payload` and an
- * encoded field are their text's length; those texts one after the other
- * (an operation's steps' payloads, then its fields in `encodedFields`'s
- * order); and one character an operation, `0` plus a bit for what went as
- * text (1: its steps, 2 << i: its i-th field), `0` when it went in the text
- * as it is. */
+ * the operations as JSON text, where an encoded step's `payload` is its
+ * text's length; the payloads' texts one after the other; and one
+ * character an operation, `1` when its steps are encoded so, `0` when it
+ * went in the text as it is. */
 export interface EncodedGroup {
   readonly operations: string;
   readonly payloads: string;
@@ -46,51 +35,25 @@ export function encodeGroup(operations: readonly OffloadOperation[]): EncodedGro
   let encoded = "";
   for (let index = 0; index < operations.length; index += 1) {
     const operation = operations[index]!;
-    const fields = encodedFields.get(operation.type);
-    if (fields === undefined || !ownFields(operation)) {
+    const steps = withSteps.has(operation.type) && ownFields(operation) ? (operation as { readonly steps?: unknown }).steps : undefined;
+    if (!Array.isArray(steps) || !ownFields(steps) || !allSteps(steps)) {
       // Left to the worker's checks as it is (and to the plain-data walk).
       sent[index] = operation;
       encoded += "0";
       continue;
     }
-    let bits = 0;
-    let copy: Record<string, unknown> | undefined;
-    const steps = (operation as { readonly steps?: unknown }).steps;
-    if (Array.isArray(steps) && ownFields(steps) && allSteps(steps)) {
-      const bare: { kind: unknown; at: unknown; payload: number }[] = new Array<{ kind: unknown; at: unknown; payload: number }>(steps.length);
-      for (let at = 0; at < steps.length; at += 1) {
-        const step = steps[at] as StepRecord;
-        // As `jsonText`: undefined (and a toJSON that answers undefined) is null.
-        const text = JSON.stringify(step.payload ?? null) ?? "null";
-        payloads += text;
-        bare[at] = { kind: step.kind, at: step.at, payload: text.length };
-      }
-      copy = { ...operation, steps: bare };
-      bits = 1;
-    }
-    for (let at = 0; at < fields.length; at += 1) {
-      const field = fields[at]!;
-      const value = (operation as unknown as Record<string, unknown>)[field];
-      if (!encodable(operation, field, value)) continue;
-      const text = JSON.stringify(value);
+    const bare: { kind: unknown; at: unknown; payload: number }[] = new Array<{ kind: unknown; at: unknown; payload: number }>(steps.length);
+    for (let at = 0; at < steps.length; at += 1) {
+      const step = steps[at] as StepRecord;
+      // As `jsonText`: undefined (and a toJSON that answers undefined) is null.
+      const text = JSON.stringify(step.payload ?? null) ?? "null";
       payloads += text;
-      copy ??= { ...operation };
-      copy[field] = text.length;
-      bits |= 2 << at;
+      bare[at] = { kind: step.kind, at: step.at, payload: text.length };
     }
-    sent[index] = copy ?? operation;
-    encoded += String.fromCharCode(zero + bits);
+    sent[index] = { ...operation, steps: bare };
+    encoded += "1";
   }
   return { operations: JSON.stringify(sent), payloads, encoded };
-}
-
-/** A field whose own JSON text is the text the whole operation's JSON held
- * for it: an own field, neither undefined nor a function or a symbol (which
- * the operation's JSON leaves out), and without a toJSON of its own (asked
- * with the field's name there, with "" alone). */
-function encodable(operation: object, field: string, value: unknown): boolean {
-  if (value === undefined || typeof value === "function" || typeof value === "symbol" || !Object.hasOwn(operation, field)) return false;
-  return typeof value !== "object" || value === null || ownFields(value);
 }
 
 /** Every index a step (`every` would skip a sparse array's holes). */
@@ -115,23 +78,12 @@ export function decodeGroup(group: EncodedGroup): OffloadOperation[] {
   const parsed = JSON.parse(group.operations) as OffloadOperation[];
   let offset = 0;
   for (let index = 0; index < parsed.length; index += 1) {
-    const bits = group.encoded.charCodeAt(index) - zero;
-    if (!(bits > 0)) continue; // "0", or no mark (checked below)
-    const operation = parsed[index] as unknown as Record<string, unknown>;
-    if ((bits & 1) !== 0) {
-      const steps = operation["steps"] as { payload: Json | ColumnText }[];
-      for (let at = 0; at < steps.length; at += 1) {
-        const step = steps[at]!;
-        const end = offset + (step.payload as number);
-        step.payload = new ColumnText(group.payloads.slice(offset, end));
-        offset = end;
-      }
-    }
-    const fields = encodedFields.get(operation["type"] as string) ?? [];
-    for (let at = 0; at < fields.length; at += 1) {
-      if ((bits & (2 << at)) === 0) continue;
-      const end = offset + (operation[fields[at]!] as number);
-      operation[fields[at]!] = new ColumnText(group.payloads.slice(offset, end));
+    if (group.encoded.charCodeAt(index) !== one) continue;
+    const steps = (parsed[index] as unknown as { steps: { payload: Json | ColumnText }[] }).steps;
+    for (let at = 0; at < steps.length; at += 1) {
+      const step = steps[at]!;
+      const end = offset + (step.payload as number);
+      step.payload = new ColumnText(group.payloads.slice(offset, end));
       offset = end;
     }
   }
@@ -142,4 +94,4 @@ export function decodeGroup(group: EncodedGroup): OffloadOperation[] {
   return parsed;
 }
 
-const zero = "0".charCodeAt(0);
+const one = "1".charCodeAt(0);

@@ -29,47 +29,6 @@ export interface WorkerData {
 
 export type TransferredSettlement = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TransferredError };
 
-/** A group's settlements as the worker's answer carries them: a JSON array
- * where a success whose value is `{ revision }` alone (each barrier's, and
- * most terminal commits') is that revision, a number, and any other
- * settlement is itself (docs/decisions/0131): the most common answer
- * written, and parsed on the calling thread, without its two objects. */
-export function settlementsText(settlements: readonly TransferredSettlement[]): string {
-  const sent: unknown[] = new Array<unknown>(settlements.length);
-  for (let index = 0; index < settlements.length; index += 1) {
-    const settlement = settlements[index]!;
-    sent[index] = (settlement.ok ? revisionAlone(settlement.value) : undefined) ?? settlement;
-  }
-  return JSON.stringify(sent);
-}
-
-/** The settlements `settlementsText` wrote, as the JSON of each would have
- * been parsed (a revision alone as `{ ok: true, value: { revision } }`). */
-export function settlementsOf(text: string): TransferredSettlement[] {
-  const sent = JSON.parse(text) as (TransferredSettlement | number)[];
-  for (let index = 0; index < sent.length; index += 1) {
-    const settlement = sent[index]!;
-    if (typeof settlement === "number") sent[index] = { ok: true, value: { revision: settlement } };
-  }
-  return sent as TransferredSettlement[];
-}
-
-/** The revision of a value whose JSON is `{"revision":<n>}` and parses back
- * to an equal value: a plain object with that one field, a positive safe
- * integer; undefined for anything else. */
-function revisionAlone(value: unknown): number | undefined {
-  if (typeof value !== "object" || value === null || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
-  let fields = 0;
-  for (const field in value) {
-    if (field !== "revision") return undefined;
-    fields += 1;
-  }
-  const revision = (value as { revision?: unknown }).revision;
-  return fields === 1 && Object.hasOwn(value, "revision") && typeof revision === "number" && Number.isSafeInteger(revision) && revision > 0
-    ? revision
-    : undefined;
-}
-
 /** To the worker: commit this group (one transaction), checkpoint the
  * write-ahead log (docs/decisions/0050), sweep the search index (its own
  * transaction, numbered and answered in order as a group: the calling

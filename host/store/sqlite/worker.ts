@@ -23,7 +23,7 @@ import { sweepSearchIndex } from "./search-index.js";
 import { decodeGroup } from "./step-payloads.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import { WriteConnection } from "./writable.js";
-import { settlementsText, type TransferredSettlement, type WorkerData, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
+import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
 if (isMainThread) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");
 const { settings, port } = workerData as WorkerData;
@@ -78,7 +78,7 @@ function serve(writer: WriteConnection): void {
       reply({
         type: "settled",
         group: group.group,
-        settlements: settlementsText(settlements.slice(offset, offset + group.count)),
+        settlements: JSON.stringify(settlements.slice(offset, offset + group.count)),
         ...(filesChanged ? { filesChanged } : {}),
       });
       offset += group.count;
