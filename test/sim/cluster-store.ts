@@ -45,11 +45,12 @@
 //   settles it under that claim; the filer reads it back. A conversation
 //   let go of while a start waits for it keeps its lease, and one whose
 //   lease nobody holds live is taken by the next live tick, as PostgreSQL's
-//   partitions are always held; a lease taken again once expired, by its
-//   own holder too, is taken at epoch + 1, as a partition is, and a write
-//   carries the epoch it was sent with (PostgreSQL's statement). Without it, a
-//   start at a process not holding its conversation is refused there
-//   (`AGENT_BUSY`, lease_not_held).
+//   partitions are always held. Without it, a start at a process not
+//   holding its conversation is refused there (`AGENT_BUSY`, lease_not_held).
+// * In every world, as PostgreSQL's partitions (decision 0030) and
+//   statements: a lease taken again once expired, by its own holder too, is
+//   taken at epoch + 1 (the world counts the lapse as that holder's fault),
+//   and a write carries the epoch held when it was sent.
 // * Homes (`takeIdleHere`, docs/decisions/0101, 0112; cluster-homes.ts), for
 //   handles made with the option and the start inbox: `takeConversationHere`
 //   is PostgreSQL's `home_conversation`, one statement with a fate the world
@@ -162,6 +163,9 @@ export class Cluster {
   onMovedRefusal: ((agentId: string, owner: string) => void) | undefined;
   /** Called when a lease moves from one owner to another (a takeover). */
   onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
+  /** Called when a holder takes its own lease again once it lapsed: at the
+   * next epoch, so its writes still on their way at the old one are fenced. */
+  onLapsed: ((agentId: string, owner: string, epoch: number) => void) | undefined;
   /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
   readonly queueOrderViolations: { readonly owner: string; readonly executionId: string; readonly agentId: string; readonly passed: readonly string[] }[] = [];
   private submitted = 0;
@@ -418,12 +422,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
         }),
       );
     }
-    if (this.cluster.startInbox) {
-      // As PostgreSQL's statement, the write carries the epoch held when it
-      // is sent (a lease taken again meanwhile, at a later epoch, fences it).
-      const agentId = this.agentOf(operation);
-      this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
-    }
+    // As PostgreSQL's statement, the write carries the epoch held when it
+    // is sent (a lease taken again meanwhile, at a later epoch, fences it).
+    const agentId = this.agentOf(operation);
+    this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
   }
 
@@ -850,9 +852,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     // again once expired, by its own holder too, is taken at epoch + 1 — a
     // start claimed at the lapsed epoch is claimed again at the new one.
     const renewed = row !== undefined && row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch;
-    const epoch = row === undefined ? 1 : renewed && (!this.cluster.startInbox || row.expiresAt > now) ? row.epoch : row.epoch + 1;
+    const epoch = row === undefined ? 1 : renewed && row.expiresAt > now ? row.epoch : row.epoch + 1;
     const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };
     if (row !== undefined && row.owner !== this.owner) this.cluster.onTakeover?.(agentId, row.owner, this.owner);
+    else if (row !== undefined && epoch !== row.epoch) this.cluster.onLapsed?.(agentId, this.owner, epoch);
     this.cluster.leases.set(agentId, grant);
     this.grants.set(agentId, { grant, admitUntil: now + Math.floor(this.cluster.leaseMs * admitFraction) });
     this.lastEpoch.set(agentId, epoch);

@@ -134,6 +134,10 @@ describe("the whole host, simulated", () => {
       4166796260,
       "a parent's child, ended failed by a store fault, started again: its keyed start knew the child's id (not its stored error as the start's refusal) and told the parent its end",
     ],
+    [
+      99505691,
+      "a holder whose lease lapsed took it again at the next epoch: its barrier on its way at the old one was fenced, and the tool batch ran again on recovery — the lapse recorded as its fault",
+    ],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, {});
     expect(world.problems, replay(seed, false)).toEqual([]);

@@ -175,6 +175,10 @@ export class World {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
       this.disrupt(former);
     };
+    this.cluster.onLapsed = (agentId, owner, epoch) => {
+      this.note(`  lease of ${agentId} lapsed at ${owner}, taken again at epoch ${epoch}`);
+      this.disrupt(owner);
+    };
   }
 
   pick<T>(items: readonly T[]): T {
