@@ -253,7 +253,16 @@ export class ScheduleSweep {
     if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer} (facts ${facts | keyedFacts})`);
     if (verdict !== ScheduleFiringVerdict.SettleRefused && executionId === undefined) executionId = startExecutionIdOf(row.agentId, key);
     const error = verdict === ScheduleFiringVerdict.SettleRefused && refusal instanceof PhronomyError ? refusal.code : undefined;
-    await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+    // Under this claim only (its revision): a firing claimed again since is the later claimer's (docs/decisions/0135).
+    await this.host.store.settleScheduleFiring({
+      scheduleId: row.scheduleId,
+      firingSlotAt: slotAt,
+      revision: row.revision,
+      outcome,
+      executionId,
+      error,
+      at: this.clock(),
+    });
   }
 
   /** What the store has of the firing's keyed execution when its start's

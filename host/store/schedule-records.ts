@@ -104,6 +104,10 @@ export interface ScheduleClaim {
 export interface ScheduleSettlement {
   readonly scheduleId: string;
   readonly firingSlotAt: number;
+  /** The revision the settling claim wrote: a firing claimed again since
+   * (its claimer was slow past `dueAt`) is the later claimer's to settle
+   * (docs/decisions/0135). */
+  readonly revision: number;
   readonly outcome: ScheduleFiringOutcome;
   readonly executionId: string | undefined;
   readonly error: string | undefined;
@@ -140,8 +144,10 @@ export interface ScheduleStore {
   /** Applies each claim whose row is still at its revision and active, in
    * one transaction; the rows claimed (as written). */
   claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]>;
-  /** Records how a claimed firing went, if it is still the pending one:
-   * the schedule moves to its next slot (or is done). */
+  /** Records how a claimed firing went, if the row is still as that claim
+   * wrote it (its revision, active): the schedule moves to its next slot
+   * (or is done). False when it was claimed again, settled or cancelled
+   * meanwhile. */
   settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean>;
 }
 

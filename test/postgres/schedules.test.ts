@@ -11,6 +11,7 @@ import { Phronomy, type DefinedAgent, type Environment, type Schedule } from "..
 import type { ScheduleStore } from "../../host/store/schedule-records.js";
 import { firingRetryMs } from "../../host/runtime/schedule-sweep.js";
 import { echoModel, recordingLogger, waitFor } from "../runtime/helpers.js";
+import { settleUnderEachClaim } from "../schedules/claimed-again.js";
 import { atEnd, freshSchema, postgresUrl } from "./database.js";
 
 async function openAs(schema: string, instanceId: string): Promise<{ env: Environment; support: DefinedAgent<unknown> }> {
@@ -129,5 +130,11 @@ describe("scheduled starts across processes (PostgreSQL)", () => {
     await terminalExecutions(b, ["user-x"], 1);
     // Claimed again by the survivor (the firing's retry time passed again): the same keyed start, not a second run.
     expect(await b.executions({ agentId: "user-x" })).toHaveLength(1);
+  });
+
+  it("a firing claimed again is settled under the later claim only: the first claimer's settlement applies nothing (decision 0135)", async () => {
+    const { env, support } = await openAs(freshSchema(), "schedules-settler");
+    const made = await support.conversation("user-y").schedule("Reminder", { at: Date.now() + 3_600_000 });
+    await settleUnderEachClaim(env, made.scheduleId);
   });
 });

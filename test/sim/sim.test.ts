@@ -152,6 +152,10 @@ describe("the whole host, simulated", () => {
       6174,
       "a preparation sent at an epoch before the conversation's move, committed after its sender took the lease again at a later epoch, was fenced (it ran a second execution beside the moved one's)",
     ],
+    [
+      3643775710,
+      "a run now's claimer, slow past the retry time, settled its firing refused (its enqueue fenced) after another process claimed it again and queued its keyed start (decision 0135)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);

@@ -9,7 +9,8 @@
 //   processes claiming the same due row, exactly one updates it; the other
 //   gets no row back and fires nothing.
 // * A settlement is a compare-and-set on (schedule id, the pending slot,
-//   active).
+//   the revision its claim wrote, active): a claimer whose firing was
+//   claimed again settles nothing (docs/decisions/0135).
 // * These functions write `schedules` only.
 
 import type pg from "pg";
@@ -193,9 +194,17 @@ export async function settleScheduleFiring(pool: Queryable, settlement: Schedule
       due_at = next_slot_at, next_slot_at = NULL, firing_slot_at = NULL,
       firings = firings + 1, last_slot_at = $2, last_fired_at = $3, last_execution_id = $4, last_outcome = $5, last_error = $6,
       revision = revision + 1, updated_at = $3
-    WHERE schedule_id = $1 AND state = 'active' AND firing_slot_at = $2
+    WHERE schedule_id = $1 AND state = 'active' AND firing_slot_at = $2 AND revision = $7
   `,
-    [settlement.scheduleId, settlement.firingSlotAt, settlement.at, settlement.executionId ?? null, settlement.outcome, settlement.error ?? null],
+    [
+      settlement.scheduleId,
+      settlement.firingSlotAt,
+      settlement.at,
+      settlement.executionId ?? null,
+      settlement.outcome,
+      settlement.error ?? null,
+      settlement.revision,
+    ],
   );
   return settled.rowCount === 1;
 }

@@ -4,7 +4,9 @@
 //
 // Rules kept here:
 // * Every change is a compare-and-set: a claim on (schedule id, revision,
-//   active), a settlement on (schedule id, the pending slot, active).
+//   active), a settlement on (schedule id, the pending slot, the revision
+//   its claim wrote, active): a claimer whose firing was claimed again
+//   settles nothing (docs/decisions/0135).
 // * Lists of names go in as one JSON parameter (`json_each`), so the SQL
 //   texts are fixed (the connection caches statements by text).
 // * These functions write `schedules` only.
@@ -200,7 +202,7 @@ export function settleScheduleFiring(connection: SqliteConnection, settlement: S
       due_at = next_slot_at, next_slot_at = NULL, firing_slot_at = NULL,
       firings = firings + 1, last_slot_at = ?, last_fired_at = ?, last_execution_id = ?, last_outcome = ?, last_error = ?,
       revision = revision + 1, updated_at = ?
-    WHERE schedule_id = ? AND state = 'active' AND firing_slot_at = ?
+    WHERE schedule_id = ? AND state = 'active' AND firing_slot_at = ? AND revision = ?
   `)
     .run(
       settlement.firingSlotAt,
@@ -211,6 +213,7 @@ export function settleScheduleFiring(connection: SqliteConnection, settlement: S
       settlement.at,
       settlement.scheduleId,
       settlement.firingSlotAt,
+      settlement.revision,
     );
   return changes === 1;
 }
