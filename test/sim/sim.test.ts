@@ -138,6 +138,10 @@ describe("the whole host, simulated", () => {
       99505691,
       "a holder whose lease lapsed took it again at the next epoch: its barrier on its way at the old one was fenced, and the tool batch ran again on recovery — the lapse recorded as its fault",
     ],
+    [
+      3412455951,
+      "a queue head whose preparation was fenced at the epoch its holder lost, taken again at the next, was kept and ran before the message behind it (decision 0136)",
+    ],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, {});
     expect(world.problems, replay(seed, false)).toEqual([]);
