@@ -173,6 +173,12 @@ export class Cluster {
    * for its holder (PostgreSQL's start inbox, docs/decisions/0031) rather
    * than refused there: set before the handles are made. */
   startInbox = false;
+  /** Writes fenced by the epoch held when they commit, not when they were
+   * sent: a store of one's own may check the lease inside the write's
+   * transaction (`leases` only says every write is fenced by the epoch).
+   * PostgreSQL carries the epoch sent, so the simulation's worlds never set
+   * it; a test of the host's order under the looser fence does. */
+  fencesAtCommit = false;
 
   /** `reused`: a database of an earlier cluster, emptied here (a seed of
    * the simulation costs less without its migrations); else a new one. */
@@ -425,7 +431,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     // As PostgreSQL's statement, the write carries the epoch held when it
     // is sent (a lease taken again meanwhile, at a later epoch, fences it).
     const agentId = this.agentOf(operation);
-    this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
+    if (!this.cluster.fencesAtCommit) this.sentFences.set(operation, agentId === undefined ? undefined : this.fenceOf(agentId, operation));
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
   }
 

@@ -15,6 +15,7 @@ useSimulatedClock();
 
 it("a message queued by the former holder runs before one whose enqueue committed after the takeover's restore", async () => {
   const cluster = new Cluster(leaseMs, false);
+  cluster.fencesAtCommit = true;
   const p1 = await open(cluster, "p1");
   const p2 = await open(cluster, "p2");
   const suspended = p2.agent.conversation("c").start("refund order 1");
