@@ -906,8 +906,10 @@ export const enum HeadOutcome {
    * preparation removes it only when it commits). */
   StoreFailed = 3,
   /** The store refused it for now (`AGENT_BUSY`, `lease_not_held`: the
-   * partition's lease not held here, or not renewed in time): still
-   * queued there, for whoever holds the conversation. */
+   * partition's lease not held here, or not renewed in time; or fenced,
+   * `lease_lost`, at the epoch it was sent with while the lease was taken
+   * again at a later one, docs/decisions/0134): still queued there, for
+   * whoever holds the conversation. */
   NotNow = 4,
   /** The store refused it because its execution is there already: another
    * process that held the conversation meanwhile took the message from the

@@ -34,7 +34,8 @@ export function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInpu
 /** The store's answer to the preparation of a queue head, as the fact the
  * core is told (`HeadSettled`): failed (`STORE`: its outcome not written,
  * the message still queued), refused for now ("not here, not now": the
- * partition's lease not renewed in time, or lost), refused because its
+ * partition's lease not renewed in time, or lost; or the preparation
+ * fenced at the epoch it was sent with), refused because its
  * execution id is there already (another process prepared it), or ended
  * for good (any other refusal, or the preparation wrote it terminal). A
  * translation only: what becomes of the head is the core's. */
@@ -42,6 +43,10 @@ export function storeAnswerOf(error: PhronomyError): HeadOutcome {
   if (isExecutionExists(error)) return HeadOutcome.ExecutionExists;
   if (error.code === "STORE") return HeadOutcome.StoreFailed;
   if (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") return HeadOutcome.NotNow;
+  // Fenced at the epoch it was sent with, the lease taken again since at a
+  // later one (by this process too): nothing was written, still queued
+  // (docs/decisions/0134).
+  if (error.code === "EXECUTION_REHYDRATION_REQUIRED" && error.details?.["reason"] === "lease_lost") return HeadOutcome.NotNow;
   return HeadOutcome.Refused;
 }
 

@@ -152,6 +152,11 @@ describe("the whole host, simulated", () => {
       6174,
       "a preparation sent at an epoch before the conversation's move, committed after its sender took the lease again at a later epoch, was fenced (it ran a second execution beside the moved one's)",
     ],
+    [
+      3643775899,
+      "a queue head's preparation fenced at the epoch it was sent with, its lease taken again here at the next one, was kept and ran (decision 0134)",
+    ],
+    [3643776005, "the same, another draw: the head a filed interrupt queued behind an execution whose cancel's commit was of unknown outcome"],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
