@@ -157,6 +157,10 @@ describe("the whole host, simulated", () => {
       "a queue head's preparation fenced at the epoch it was sent with, its lease taken again here at the next one, was kept and ran (decision 0134)",
     ],
     [3643776005, "the same, another draw: the head a filed interrupt queued behind an execution whose cancel's commit was of unknown outcome"],
+    [
+      3643775710,
+      "a run now's keyed start, its enqueue fenced at the epoch it was sent with (nothing written), left its firing pending for the conversation's new holder, which ran it (decision 0134)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
