@@ -908,7 +908,7 @@ export const enum HeadOutcome {
   /** The store refused it for now (`AGENT_BUSY`, `lease_not_held`: the
    * partition's lease not held here, or not renewed in time; or
    * `EXECUTION_REHYDRATION_REQUIRED`, `lease_lost`: fenced at the epoch it
-   * was sent, docs/decisions/0136): still queued there, for whoever holds
+   * was sent, docs/decisions/0134, 0136): still queued there, for whoever holds
    * the conversation. */
   NotNow = 4,
   /** The store refused it because its execution is there already: another

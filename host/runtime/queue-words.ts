@@ -37,7 +37,7 @@ export function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInpu
  * partition's lease not renewed in time, or lost — `lease_not_held` — or
  * the preparation fenced at the epoch it was sent, which this process
  * lost and may hold again at a later one — `lease_lost`: nothing written,
- * the message still queued, docs/decisions/0136), refused because its
+ * the message still queued, docs/decisions/0134, 0136), refused because its
  * execution id is there already (another process prepared it), or ended
  * for good (any other refusal, or the preparation wrote it terminal). A
  * translation only: what becomes of the head is the core's. */

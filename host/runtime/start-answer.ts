@@ -32,7 +32,9 @@ export function startAnswerOf(error: unknown): StartAnswer {
     case "INTERNAL":
       return StartAnswer.Internal;
     case "EXECUTION_REHYDRATION_REQUIRED":
-      return StartAnswer.RehydrationRequired;
+      // A start's write fenced at the epoch it was sent with (`lease_lost`):
+      // nothing was written, the lease is in flux (docs/decisions/0134).
+      return error.details?.["reason"] === "lease_lost" ? StartAnswer.LeaseNotHeld : StartAnswer.RehydrationRequired;
     case "AGENT_BUSY":
       return busyAnswerOf(error.details?.["reason"]);
     default:

@@ -96,3 +96,15 @@ it("AGENT_BUSY reads by its reason: the busy policy, a lease held elsewhere, a c
   expect(startAnswerOf(errorOf("INVALID_INPUT", "execution_exists"))).toBe(StartAnswer.ExecutionExists);
   expect(startAnswerOf(errorOf("INVALID_INPUT", undefined))).toBe(StartAnswer.Refused);
 });
+
+// Seed 3643775710 (decision 0134): a firing's keyed start whose enqueue was
+// fenced at the epoch it was sent with wrote nothing, yet settled its slot
+// refused while the conversation's new holder ran the firing.
+it("a start's write fenced at the epoch it was sent with (lease_lost) is a lease in flux: a schedule's firing stays pending", () => {
+  const fenced = errorOf("EXECUTION_REHYDRATION_REQUIRED", "lease_lost");
+  expect(startAnswerOf(fenced)).toBe(StartAnswer.LeaseNotHeld);
+  expect(core.scheduleFiringVerdict(ScheduleFiringFact.Claimed | ScheduleFiringFact.DefinedHere, startAnswerOf(fenced))).toBe(
+    ScheduleFiringVerdict.LeavePending,
+  );
+  expect(startAnswerOf(errorOf("EXECUTION_REHYDRATION_REQUIRED", undefined))).toBe(StartAnswer.RehydrationRequired);
+});

@@ -157,8 +157,13 @@ describe("the whole host, simulated", () => {
       "a preparation sent at an epoch before the conversation's move, committed after its sender took the lease again at a later epoch, was fenced (it ran a second execution beside the moved one's)",
     ],
     [
+      3643775899,
+      "a queue head's preparation fenced at the epoch it was sent with, its lease taken again here at the next one, was kept and ran (decision 0134)",
+    ],
+    [3643776005, "the same, another draw: the head a filed interrupt queued behind an execution whose cancel's commit was of unknown outcome"],
+    [
       3643775710,
-      "a run now's claimer, slow past the retry time, settled its firing refused (its enqueue fenced) after another process claimed it again and queued its keyed start (decision 0135)",
+      "a run now's keyed start, its enqueue fenced at the epoch it was sent with (nothing written), left its firing pending for the conversation's new holder, which ran it; a slow claimer's settlement no longer applies over a later claim (decisions 0134, 0135)",
     ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
