@@ -160,6 +160,10 @@ describe("the whole host, simulated", () => {
       3643775710,
       "a run now's claimer, slow past the retry time, settled its firing refused (its enqueue fenced) after another process claimed it again and queued its keyed start (decision 0135)",
     ],
+    [
+      1653523994,
+      "a takeover found an execution prepared elsewhere while another start of its conversation was being prepared here: held until that preparation settled, then installed (decision 0137)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
