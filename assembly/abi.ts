@@ -638,7 +638,9 @@ export const enum RecoveryFact {
   RecoversByItself = 64,
   /** `RecoveryFinished` only: a row the pass read is the execution of a
    * start still being prepared here (another process prepared the same
-   * message meanwhile), so the pass left it for that start to settle. */
+   * message meanwhile), or a row read while another start of the
+   * conversation holds the admission here, being prepared (0137): the
+   * pass left it for that start to settle. */
   StartPreparingHere = 128,
   /** With `Leasing`: the conversation's lease is not held here now (held
    * elsewhere, or by nobody). `env.recover()` is refused then

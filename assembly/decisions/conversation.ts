@@ -185,9 +185,10 @@ export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, o
     // abandoned session to settle, when operations are still in flight.
     holdConversation(agent, heldExecutionSettling(agent) ? HoldCause.NotQuiescent : HoldCause.StoreFault, ConversationEvent.RecoveryFailed);
   } else if ((facts & RecoveryFact.StartPreparingHere) != 0) {
-    // A row was left for a start still being prepared here: once that
-    // preparation settles (refused busy: the execution exists), the rows
-    // are read again after the backoff and the row is installed.
+    // A row was left for a start still being prepared here (its own, or
+    // another of the conversation's holding the admission, 0137): once
+    // that preparation settles, the rows are read again after the backoff
+    // and the row is installed.
     holdConversation(agent, HoldCause.NotQuiescent, ConversationEvent.RecoveryFailed);
   } else if (hasConversationFlag(agent, ConversationFlag.RecoverAgain)) {
     // Rows read before a takeover (or a fenced write) may be out of date:

@@ -199,6 +199,16 @@ export class ControlCore implements ControlMachine {
     return admission === AdmissionState.RecoveryRequired && memory.getUint32(at + AgentRecord.TokenOrExecutionPlusOne, true) === 0;
   }
 
+  /** Whether the agent in `slot` admits a start now (its admission
+   * `admitting`: a start's preparation is on its way, not yet installed).
+   * A read of the core's record. */
+  agentAdmitting(slot: number): boolean {
+    if (slot >= this.exports.agentHighWater()) return false;
+    const memory = new DataView(this.exports.memory.buffer);
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size;
+    return (memory.getUint8(at + AgentRecord.AdmissionLifecycle) & Nibble.LowMask) === AdmissionState.Admitting;
+  }
+
   /** Whether the execution in `slot` is held `recovery_required` (its
    * session abandoned, recovery owns it): the core's state, asked with no
    * copy kept in the host. One export call, no allocation. */

@@ -318,11 +318,18 @@ export class AgentRecoveries {
    * (`RecoveryFact.StartPreparingHere`), which holds the conversation as
    * still settling and asks again after its backoff; once that
    * preparation is refused — the execution exists — the row is installed.
-   * Only on a leasing store, where the row can have been written by
+   * So too a row read while another start of the conversation holds the
+   * admission here, being prepared (docs/decisions/0137: a start sent
+   * before the conversation was taken over elsewhere and back): installed
+   * now, it would be refused busy and never tried again, and that start,
+   * refused by the fence or placed again, could leave it active for ever
+   * or run beside it. Only on a leasing store, where the row can have been written by
    * another process (on SQLite one process owns the file: the row is
    * tried, and reported, as before). */
   private preparingHere(entry: AgentEntry, row: ExecutionRow, report: RecoveredExecution[]): boolean {
-    if (leasingStoreOf(this.host.store) === undefined || this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
+    if (leasingStoreOf(this.host.store) === undefined) return false;
+    const itsOwn = this.host.coordinator.requests.startingAs(row.executionId) !== undefined;
+    if (!itsOwn && !this.host.coordinator.settings.core.agentAdmitting(entry.slot)) return false;
     this.leftForPreparingStarts.add(entry.id);
     report.push({
       executionId: row.executionId,
@@ -330,7 +337,9 @@ export class AgentRecoveries {
       phase: row.phase,
       continuation: continuationNameOf(continuationOf(row)),
       status: "needs_attention",
-      reason: "its start is still being prepared here (another process prepared it meanwhile); recovered once that preparation settled",
+      reason: itsOwn
+        ? "its start is still being prepared here (another process prepared it meanwhile); recovered once that preparation settled"
+        : "another start of its conversation is still being prepared here (it holds the admission); recovered once that preparation settled",
     });
     return true;
   }

@@ -165,6 +165,10 @@ describe("the whole host, simulated", () => {
       3643775710,
       "a run now's keyed start, its enqueue fenced at the epoch it was sent with (nothing written), left its firing pending for the conversation's new holder, which ran it; a slow claimer's settlement no longer applies over a later claim (decisions 0134, 0135)",
     ],
+    [
+      1653523994,
+      "a takeover found an execution prepared elsewhere while another start of its conversation was being prepared here: held until that preparation settled, then installed (decision 0137)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
