@@ -71,7 +71,12 @@ export class InboxClaims {
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
     const partitioned = partitionedStoreOf(this.host.store);
     const partitionHeld = partitioned && ((agentId: string, epoch: number) => partitioned.partitionHeldAt(agentId, epoch));
-    const mayHold = partitionHeld ?? holds;
+    // Held at the epoch, renewed in time or not (`heldEpochOf`): a claim
+    // of that epoch is still this process's to finish while its admission
+    // window lapsed until the next renewal — left, nobody would claim it
+    // again at an epoch still held (docs/decisions/0138).
+    const heldAt = leasing ? (agentId: string, epoch: number) => leasing.heldEpochOf(agentId) === epoch : holds;
+    const mayHold = partitionHeld || heldAt;
     // Conversations not live here: a SQLite owner claims their retries, a
     // PostgreSQL owner their filed starts (a start makes them live).
     this.applier = new InboxApplier(

@@ -169,6 +169,11 @@ describe("the whole host, simulated", () => {
       1653523994,
       "a takeover found an execution prepared elsewhere while another start of its conversation was being prepared here: held until that preparation settled, then installed (decision 0137)",
     ],
+    [
+      481327674,
+      "a filed start whose enqueue failed, judged again while its holder's admission window lapsed at the claim's epoch (renewed later at that epoch), was tried again and ran — not left claimed for nobody (decision 0138)",
+    ],
+    [481327814, "the same, another draw: a filed reject start, its holder disconnected past its admission window"],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
