@@ -12,7 +12,7 @@
 // in time or not — PostgreSQL's `partitionHeldAt`) is this process's to
 // finish: it is tried again, and runs.
 
-import { expect, it, vi } from "vitest";
+import { expect, it } from "vitest";
 import { Cluster, type PendingWrite } from "./cluster-store.js";
 import { advance, leaseMs, none, open, useSimulatedClock } from "./two-processes.js";
 
