@@ -290,7 +290,13 @@ export class ConversationQueues {
       this.state.environment.followElsewhere(item.agent.id, executionId, observer);
       return true;
     }
-    observer.knowExecutionId(executionId);
+    // Its id is known once its enqueue committed (as its own Run's): a
+    // filed start following it is settled `ran` on that, and an enqueue the
+    // store then refuses (its lease lost) wrote nothing (seed 778664).
+    item.waiter.executionId.then(
+      (id) => observer.knowExecutionId(id),
+      () => undefined,
+    );
     item.waiter.result.then(
       (result) => observer.resolve(result),
       (error: Error) => {

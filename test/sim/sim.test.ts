@@ -174,6 +174,11 @@ describe("the whole host, simulated", () => {
       "a filed start whose enqueue failed, judged again while its holder's admission window lapsed at the claim's epoch (renewed later at that epoch), was tried again and ran — not left claimed for nobody (decision 0138)",
     ],
     [481327814, "the same, another draw: a filed reject start, its holder disconnected past its admission window"],
+    [
+      778664,
+      "a keyed start filed for the holder while the holder's own start of the key was being queued, its enqueue then fenced (lease given up: nothing written), was left for the next holder and ran — not settled applied on the follow (decision 0139)",
+    ],
+    [778790, "the same, another draw: the filed start an enqueue, the holder's its own enqueue of the key"],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
