@@ -91,3 +91,11 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
 export function isExecutionExists(error: unknown): boolean {
   return error instanceof PhronomyError && error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
 }
+
+/** The store's refusal of a write fenced at the epoch it was sent with
+ * (`EXECUTION_REHYDRATION_REQUIRED`, reason `lease_lost`): nothing was
+ * written, and the lease was taken again since at a later epoch — by this
+ * process too (docs/decisions/0134, 0136). */
+export function isLeaseLost(error: unknown): boolean {
+  return error instanceof PhronomyError && error.code === "EXECUTION_REHYDRATION_REQUIRED" && error.details?.["reason"] === "lease_lost";
+}

@@ -8,7 +8,7 @@ import { startCallSettingsOf } from "./start-call-settings.js";
 import { HeadOutcome, type ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
-import { errorForCode, isExecutionExists } from "./error-codes.js";
+import { errorForCode, isExecutionExists, isLeaseLost } from "./error-codes.js";
 import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { StartRequest } from "./requests.js";
 import { parentLinkOf } from "../store/parent-link.js";
@@ -45,7 +45,7 @@ export function storeAnswerOf(error: PhronomyError): HeadOutcome {
   if (isExecutionExists(error)) return HeadOutcome.ExecutionExists;
   if (error.code === "STORE") return HeadOutcome.StoreFailed;
   if (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") return HeadOutcome.NotNow;
-  if (error.code === "EXECUTION_REHYDRATION_REQUIRED" && error.details?.["reason"] === "lease_lost") return HeadOutcome.NotNow;
+  if (isLeaseLost(error)) return HeadOutcome.NotNow;
   return HeadOutcome.Refused;
 }
 

@@ -10,12 +10,13 @@
 
 import { StartAnswer } from "../../assembly/abi.js";
 import { PhronomyError } from "../errors.js";
-import { isExecutionExists } from "./error-codes.js";
+import { isExecutionExists, isLeaseLost } from "./error-codes.js";
 
 /** The class of a start's refusal: its error code, with the reason of an
  * `AGENT_BUSY` (the busy policy, a lease held elsewhere, a conversation held
- * for recovery) and of an `INVALID_INPUT` whose id is taken. A throw that
- * is not a PhronomyError is `Internal`. */
+ * for recovery), of an `INVALID_INPUT` whose id is taken and of an
+ * `EXECUTION_REHYDRATION_REQUIRED` fenced at a lapsed epoch (`lease_lost`:
+ * the lease in flux). A throw that is not a PhronomyError is `Internal`. */
 export function startAnswerOf(error: unknown): StartAnswer {
   if (!(error instanceof PhronomyError)) return StartAnswer.Internal;
   if (isExecutionExists(error)) return StartAnswer.ExecutionExists;
@@ -34,7 +35,7 @@ export function startAnswerOf(error: unknown): StartAnswer {
     case "EXECUTION_REHYDRATION_REQUIRED":
       // A start's write fenced at the epoch it was sent with (`lease_lost`):
       // nothing was written, the lease is in flux (docs/decisions/0134).
-      return error.details?.["reason"] === "lease_lost" ? StartAnswer.LeaseNotHeld : StartAnswer.RehydrationRequired;
+      return isLeaseLost(error) ? StartAnswer.LeaseNotHeld : StartAnswer.RehydrationRequired;
     case "AGENT_BUSY":
       return busyAnswerOf(error.details?.["reason"]);
     default:

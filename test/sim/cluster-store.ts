@@ -311,7 +311,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   /** Lease renewals stop until then (a stalled process, a slow network). */
   stalledUntil = 0;
   /** Leases by agent (no partitions), the approval inbox, the queue,
-   * pruning, keyed signals and due waits; no start inbox. */
+   * pruning, keyed signals and due waits; the start inbox when the
+   * cluster has it (`Cluster.startInbox`). */
   readonly capabilities: StoreCapabilities;
   /** Starts are filed for the processes holding their conversations (`Cluster.startInbox`). */
   readonly balancing = true;
@@ -414,7 +415,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.hold(operation);
   }
 
-  /** With the start inbox: the fence each write in flight was sent with. */
+  /** The fence each write in flight was sent with (unless the cluster
+   * `fencesAtCommit`). */
   private readonly sentFences = new WeakMap<OffloadOperation, { epoch: number } | undefined>();
 
   private hold(operation: OffloadOperation): Promise<unknown> {
@@ -854,9 +856,9 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     const now = Date.now();
     const row = this.cluster.leases.get(agentId);
     if (row !== undefined && row.owner !== this.owner && row.expiresAt > now) return undefined;
-    // With the start inbox, as PostgreSQL's partitions (0030): one taken
-    // again once expired, by its own holder too, is taken at epoch + 1 — a
-    // start claimed at the lapsed epoch is claimed again at the new one.
+    // As PostgreSQL's partitions (0030): one taken again once expired, by
+    // its own holder too, is taken at epoch + 1 — a start claimed at the
+    // lapsed epoch is claimed again at the new one.
     const renewed = row !== undefined && row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch;
     const epoch = row === undefined ? 1 : renewed && row.expiresAt > now ? row.epoch : row.epoch + 1;
     const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };

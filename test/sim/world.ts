@@ -151,7 +151,8 @@ export class World {
     readonly size: WorldSize,
     database?: SqliteConnection,
     /** PostgreSQL's start inbox (a start at a process not holding its
-     * conversation is filed for the holder), drawn per seed. */
+     * conversation is filed for the holder) and the processes opened with
+     * `takeIdleHere`, drawn per seed. */
     readonly modes: WorldModes = {},
   ) {
     this.cluster = new Cluster(leaseMs, false, database);

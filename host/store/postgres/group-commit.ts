@@ -1,14 +1,14 @@
 // Group commit for the PostgreSQL store (SPEC §4.3, issue 7,
 // docs/decisions/0012): the statements of concurrent operations
-// (`statements.ts`, one statement each) travel to the server as ONE simple
-// query, which PostgreSQL runs as one transaction: one round trip and one
-// commit for the whole group instead of five round trips and a commit per
-// operation.
+// (`statements.ts`, a member each; consecutive function calls folded into
+// one statement, below) travel to the server as ONE simple query, which
+// PostgreSQL runs as one transaction: one round trip and one commit for
+// the whole group instead of five round trips and a commit per operation.
 //
 // Rules kept here:
 // * At most `groupsInFlight` groups are on their way at once, each on its
 //   own pooled connection; what arrives meanwhile waits and leaves as the
-//   next group (at most `statementsMax` statements). A group starts on the
+//   next group (at most `statementsMax` members). A group starts on the
 //   next event-loop round after its first statement arrived (never a
 //   microtask: see docs/decisions/0006), so statements submitted together
 //   leave together.
