@@ -1699,6 +1699,11 @@ export const enum ConversationFlag {
   /** Every decision filed for it is claimed here (`OpenInbox` set it,
    * `CloseInbox` cleared it). */
   InboxOpen = 64,
+  /** Held because its last pass left a row for a start being prepared
+   * here (`RecoveryFact.StartPreparingHere`): retried at once when the
+   * admission that start held is released (`AdmissionReleased`), not
+   * after the backoff (docs/decisions/0140). */
+  HeldForStart = 128,
 }
 
 /** Agent record layout: 24 bytes per agent slot, holding the agent's

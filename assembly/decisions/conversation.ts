@@ -187,9 +187,11 @@ export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, o
   } else if ((facts & RecoveryFact.StartPreparingHere) != 0) {
     // A row was left for a start still being prepared here (its own, or
     // another of the conversation's holding the admission, 0137): once
-    // that preparation settles, the rows are read again after the backoff
-    // and the row is installed.
+    // that preparation settles, the rows are read again — at once when its
+    // admission is released (`applyAdmissionReleased`, 0140), else after
+    // the backoff — and the row is installed.
     holdConversation(agent, HoldCause.NotQuiescent, ConversationEvent.RecoveryFailed);
+    setConversationFlag(agent, ConversationFlag.HeldForStart, true);
   } else if (hasConversationFlag(agent, ConversationFlag.RecoverAgain)) {
     // Rows read before a takeover (or a fenced write) may be out of date:
     // they are read again under a new epoch.
@@ -252,6 +254,18 @@ export function applySetPinned(agent: u32, generation: u32, pinned: u32): i32 {
 export function applyAdmissionReleased(agent: u32, generation: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(MessageKind.AdmissionReleased, check);
+  // Held for a start being prepared here (0137), whose admission is now
+  // released: its preparation settled, so the row left for it is read
+  // again now — a retry due at once — instead of after the backoff, when
+  // a decision on that row would have been refused meanwhile (0140).
+  if (
+    conversationPhase(agent) == ConversationPhase.Held
+    && hasConversationFlag(agent, ConversationFlag.HeldForStart)
+    && agentAdmission(agent) == AdmissionState.None
+  ) {
+    setConversationFlag(agent, ConversationFlag.HeldForStart, false);
+    if (hasConversationFlag(agent, ConversationFlag.RetriesHeld)) emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), 0);
+  }
   startHeadOrRelease(agent);
   return ResultCode.Ok;
 }
@@ -272,6 +286,7 @@ export function holdConversation(agent: u32, cause: u32, event: u32): void {
   const moved = moveConversation(agent, event);
   assert(moved, "the caller checked the table");
   setConversationCause(agent, cause);
+  setConversationFlag(agent, ConversationFlag.HeldForStart, false);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
   setConversationFlag(agent, ConversationFlag.ReadQueue, false);
   const delayMs = retryDelayMs(countFailure(agent));
@@ -300,6 +315,7 @@ function beginRecovery(agent: u32, cause: u32, facts: u32): void {
   setRecoveryEpoch(agent, epoch);
   setConversationCause(agent, cause);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
+  setConversationFlag(agent, ConversationFlag.HeldForStart, false);
   const policy = rowsPolicy(cause, facts);
   const readQueue = readsQueue(cause, facts);
   setConversationFlag(agent, ConversationFlag.ReadQueue, readQueue);
@@ -435,6 +451,7 @@ function pinnedAtRegistration(here: bool, facts: u32): bool {
 
 function forgetRecovery(agent: u32): void {
   setConversationCause(agent, 0);
+  setConversationFlag(agent, ConversationFlag.HeldForStart, false);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
   setConversationFlag(agent, ConversationFlag.ReadQueue, false);
 }

@@ -94,6 +94,7 @@ export class AgentRecoveries {
       passFacts: (entry) => this.passFacts(entry),
     });
     if (leasingStoreOf(host.store) !== undefined) host.coordinator.beforeAdmit = (agent) => this.beforeAdmit(agent);
+    host.coordinator.onRetryAfter = (agent, epoch, delayMs) => this.pipeline.retryAfter(agent.id, epoch, delayMs);
   }
 
   /** The recovery report of an agent defined in this environment. */

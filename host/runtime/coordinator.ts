@@ -101,6 +101,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   onConversationIdle: ((agent: AgentEntry) => void) | undefined;
   /** The core's `FollowAdmitted`: a parked execution's callers follow it elsewhere (followers.ts). */
   onFollowAdmitted: ((entry: ExecutionEntry | undefined, generation: number) => void) | undefined;
+  /** The core's `RetryAfter`: a held conversation is recovered again after
+   * the core's delay (recovery-pipeline.ts, the one place it is carried out). */
+  onRetryAfter: ((agent: AgentEntry, epoch: number, delayMs: number) => void) | undefined;
 
   /** An execution was held recovery_required (a write refused or its
    * outcome unknown), with the error that did it: the environment recovers
@@ -457,6 +460,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.headTaken(agent));
       case EffectKind.ReleaseConversation:
         return this.ofAgent(effect.agent, (agent) => agent.generation === effect.generation && this.onConversationIdle?.(agent));
+      case EffectKind.RetryAfter:
+        return this.ofAgent(effect.agent, (agent) => this.onRetryAfter?.(agent, effect.epoch, effect.delayMs));
     }
   }
 

@@ -263,8 +263,9 @@ export class RecoveryPipeline {
       if (running?.epoch === epoch) running.epoch = again.epoch;
       return { kind: "again", epoch: again.epoch, readQueue: again.readQueue };
     }
+    // A hold's `RetryAfter` among the effects: carried out by the
+    // coordinator (`retryAfter`).
     this.end(entry.id, epoch);
-    this.retryIfAsked(entry.id, effects);
     return { kind: "ended" };
   }
 
@@ -282,28 +283,30 @@ export class RecoveryPipeline {
   private applyHeld(entry: AgentEntry, cause: HoldCause): boolean {
     const { coordinator } = this.host;
     const code = coordinator.apply(M.ConversationHeld, entry.slot, entry.generation, cause);
-    if (code !== ResultCode.Ok) return this.running.has(entry.id);
-    this.retryIfAsked(entry.id, coordinator.settings.core.effects());
-    return false;
+    return code !== ResultCode.Ok && this.running.has(entry.id);
   }
 
-  /** A `RetryAfter` among the effects: the conversation is asked for again
-   * after the core's backoff. The core asks only on a leasing store where
-   * recovery runs by itself (the facts `Leasing`, `RecoversByItself`); on
-   * SQLite, or with `recover: false`, a held conversation waits for
-   * `env.recover()`. What stays here is I/O: the timer, a closed
-   * environment, and the store's lease when it fires (a partition not
-   * held here is recovered when it is taken). */
-  private retryIfAsked(agentId: string, effects: readonly CoreEffect[]): void {
-    const retry = effects.find((effect) => effect.kind === EffectKind.RetryAfter);
-    if (retry === undefined || retry.kind !== EffectKind.RetryAfter || this.host.closed()) return;
+  /** The core's `RetryAfter` (carried out by the coordinator, whatever
+   * message held the conversation: a pass's end, a store fault, a start's
+   * admission released while held for it, 0140): the conversation is
+   * asked for again after the core's backoff — at once for a delay of 0.
+   * The core asks only on a leasing store where recovery runs by itself
+   * (the facts `Leasing`, `RecoversByItself`); on SQLite, or with
+   * `recover: false`, a held conversation waits for `env.recover()`. What
+   * stays here is I/O: the timer, a closed environment, and the store's
+   * lease when it fires (a partition not held here is recovered when it
+   * is taken). */
+  retryAfter(agentId: string, epoch: number, delayMs: number): void {
+    if (this.host.closed()) return;
     // The core drops the retry if a recovery began meanwhile (a takeover),
     // and chooses its cause from the hold's.
-    const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry, retryOf: retry.epoch };
-    setTimeout(() => {
+    const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry, retryOf: epoch };
+    const retry = (): void => {
       if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return;
       void this.host.conversations.holding(agentId, (entry) => this.recover(entry, trigger)).catch(() => undefined);
-    }, retry.delayMs).unref();
+    };
+    if (delayMs === 0) retry();
+    else setTimeout(retry, delayMs).unref();
   }
 
   /** Runs `body` on the control loop and resolves with what it returned. */

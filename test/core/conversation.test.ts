@@ -716,6 +716,41 @@ describeDecisions("RecoveryFinished: the core decides a conversation is still se
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
   });
 
+  it("retries at once, not after the backoff, a hold for a start being prepared here once that start's admission is released (0140)", async () => {
+    const core = await boot();
+    const admission = core.admitted();
+    const c = { slot: admission.agent, generation: admission.agentGeneration };
+    // A takeover's pass read a row while that start held the admission: left for it (0137), held.
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, RETRYING);
+    const epoch = core.snapshot().conversations[c.slot]!.recoveryEpoch;
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.Recovered, Fact.StartPreparingHere)).toContainEqual({
+      kind: EffectKind.RetryAfter,
+      agent: c.slot,
+      epoch,
+      delayMs: 250,
+    });
+    // Its preparation refused (nothing written): the admission released,
+    // the row is read again now — a decision on it is not refused for the backoff.
+    core.step(M.InitialPreparationReady, c.slot, c.generation, admission.token, PreparationOutcome.NotEstablished, 0, 0, admission.request);
+    expect(core.agentRecord(c.slot)).toMatchObject({ admissionState: AdmissionState.None });
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.RetryAfter, agent: c.slot, epoch, delayMs: 0 }]);
+    // Once: a second release asks nothing more.
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([]);
+    core.step(M.RetryDue, c.slot, c.generation, epoch, RETRYING);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Recovering, cause: Cause.SessionSettling });
+    core.step(M.RecoveryFinished, c.slot, c.generation, epoch + 1, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, failures: 0 });
+  });
+
+  it("asks no retry on a release for a hold of another cause, or once the conversation recovered", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.NotQuiescent, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent });
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([]);
+  });
+
   it("ignores the pass's facts when the pass failed, and drops facts it does not know", async () => {
     const core = await boot();
     const c = register(core);

@@ -229,6 +229,8 @@ interface Conversation {
   retriesHeld: boolean;
   /** Every decision filed for it is claimed here (`OpenInbox`..`CloseInbox`). */
   inboxOpen: boolean;
+  /** Held for a start being prepared here: retried at once when the admission is released (0140). */
+  heldForStart: boolean;
   failures: number;
   /** A recovery left by `ConversationOwned(elsewhere)` whose pass has not
    * reported its end (0: none): no head starts until it does. */
@@ -262,6 +264,7 @@ function emptyConversation(): Conversation {
     releasedElsewhere: false,
     retriesHeld: false,
     inboxOpen: false,
+    heldForStart: false,
     failures: 0,
     abandonedEpoch: 0,
   };
@@ -316,7 +319,8 @@ export class ReferenceConversations {
         | (record.readQueue ? ConversationFlag.ReadQueue : 0)
         | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0)
         | (record.retriesHeld ? ConversationFlag.RetriesHeld : 0)
-        | (record.inboxOpen ? ConversationFlag.InboxOpen : 0);
+        | (record.inboxOpen ? ConversationFlag.InboxOpen : 0)
+        | (record.heldForStart ? ConversationFlag.HeldForStart : 0);
       return {
         slot,
         recoveryEpoch: record.recoveryEpoch,
@@ -405,6 +409,7 @@ export class ReferenceConversations {
     // reports its finish, and no head starts before that.
     if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
     record.cause = 0;
+    record.heldForStart = false;
     record.recoverAgain = false;
     record.readQueue = false;
     // The callers of the messages queued here follow them to the owner;
@@ -508,8 +513,10 @@ export class ReferenceConversations {
       const settling = (this.host.admittedExecution(slot)?.inFlight ?? 0) > 0;
       this.hold(slot, settling ? HoldCause.NotQuiescent : HoldCause.StoreFault, Ev.RecoveryFailed);
     } else if (facts === RecoveryFact.StartPreparingHere) {
-      // A row left for a start still being prepared here: read again after the backoff.
+      // A row left for a start still being prepared here: read again once
+      // its admission is released (0140), else after the backoff.
       this.hold(slot, HoldCause.NotQuiescent, Ev.RecoveryFailed);
+      record.heldForStart = true;
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
@@ -579,6 +586,11 @@ export class ReferenceConversations {
   private admissionReleased(slot: number, generation: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(MessageKind.AdmissionReleased, code);
+    const record = this.at(slot);
+    if (record.phase === P.Held && record.heldForStart && this.host.agent(slot).admissionState === AdmissionState.None) {
+      record.heldForStart = false;
+      if (record.retriesHeld) this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, 0);
+    }
     this.startHeadOrRelease(slot);
     return ResultCode.Ok;
   }
@@ -717,6 +729,7 @@ export class ReferenceConversations {
     const record = this.at(slot);
     record.recoveryEpoch = record.recoveryEpoch === 0xffff_ffff ? 1 : record.recoveryEpoch + 1;
     record.cause = cause;
+    record.heldForStart = false;
     record.recoverAgain = false;
     const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
     const fromScan =
@@ -745,6 +758,7 @@ export class ReferenceConversations {
     const record = this.at(slot);
     this.enter(slot, record, event);
     record.cause = cause;
+    record.heldForStart = false;
     record.recoverAgain = false;
     record.readQueue = false;
     record.failures = Math.min(255, record.failures + 1);

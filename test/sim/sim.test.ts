@@ -179,6 +179,10 @@ describe("the whole host, simulated", () => {
       "a keyed start filed for the holder while the holder's own start of the key was being queued, its enqueue then fenced (lease given up: nothing written), was left for the next holder and ran — not settled applied on the follow (decision 0139)",
     ],
     [778790, "the same, another draw: the filed start an enqueue, the holder's its own enqueue of the key"],
+    [
+      3368679498,
+      "a suspended execution whose takeover left its row for another start of the conversation being prepared here (0137), that preparation then refused: read again at once, so the drain's decision on it was applied — not refused for the backoff (decision 0140)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
