@@ -27,7 +27,6 @@ import {
   ResultCode,
   RowsPolicy,
 } from "../../assembly/abi.js";
-import type { CoreEffect } from "../core/effects.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Conversations } from "./conversations.js";
