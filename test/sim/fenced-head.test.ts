@@ -1,11 +1,13 @@
 // A queue head whose preparation was fenced at the epoch it was sent,
 // while its process took the lapsed lease again at the next one
-// (docs/decisions/0136; seed 3412455951 with SIM_HOMES=0): the fence
+// (docs/decisions/0134, 0136; seed 3412455951 with SIM_HOMES=0, seeds
+// 3643775899 and 3643776005 with homes): the fence
 // wrote nothing and the message is still queued in the store, so the
 // head is kept (`HeadSettled(NotNow)`, the core's `HeadKept`) and runs
 // before the message queued behind it. It used to be let go as refused
 // for good: its Run was told EXECUTION_REHYDRATION_REQUIRED, the next
-// message ran first, and the fenced one ran later, after it.
+// message ran first, and the fenced one ran later, after it — or, with
+// nothing behind it, it stayed queued in the store for good.
 
 import { expect, it } from "vitest";
 import { Cluster, type PendingWrite } from "./cluster-store.js";
@@ -44,6 +46,7 @@ it("a head fenced at a lapsed epoch, its lease taken again at the next, is kept 
   await expect(c.result).resolves.toMatchObject({ executionId: cId, outcome: "completed", output: "answer to C" });
   const prepared = cluster.committed.filter((write) => write.type === "prepareExecution").map((write) => write.executionId);
   expect(prepared).toEqual([suspendedId, bId, cId]);
+  expect(cluster.connection.prepare("SELECT execution_id FROM queued_messages").all()).toEqual([]);
   expect(cluster.queueOrderViolations).toEqual([]);
   expect(cluster.unfinished()).toEqual([]);
   await p1.environment.close();
