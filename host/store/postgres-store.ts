@@ -51,7 +51,7 @@ import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capab
 import { checkId } from "./check-id.js";
 import { checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
-import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected, type MemberShape } from "./postgres/group-commit.js";
+import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { JournalReads } from "./postgres/journal-reads.js";
 import { ReadBatches } from "./postgres/read-batches.js";
@@ -519,7 +519,7 @@ export class PostgresStore implements ExecutionStore {
     const terminal = operation.type === "terminalCommit";
     if (preparing || terminal) startTiming.phase(agentId, preparing ? "preparing" : "terminating");
     try {
-      const answer = await this.submitConnected(sql, partition, statement.call, { barrier: statement.barrier, fenced: fence !== undefined });
+      const answer = await this.submitConnected(sql, partition, statement.call);
       if (move !== undefined) {
         const livesIn = movedAnswerOf(answer);
         this.leaseBook.moveAnswered(agentId, livesIn);
@@ -574,10 +574,10 @@ export class PostgresStore implements ExecutionStore {
    * had (nothing was sent: the server's connection limit, a restart, the
    * pool's wait), `notConnectedRetriesMax` times over ≈ 1.5 s, so a
    * moment's overload does not fail a run (docs/decisions/0055). */
-  private async submitConnected(sql: string, partition: number, call: string | undefined, shape: MemberShape): Promise<number> {
+  private async submitConnected(sql: string, partition: number, call: string | undefined): Promise<number> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.groups.submit(sql, partition, call, shape);
+        return await this.groups.submit(sql, partition, call);
       } catch (error) {
         if (!(error instanceof NotConnected) || attempt >= notConnectedRetriesMax || this.closing !== undefined) throw error;
         await new Promise((resolve) => setTimeout(resolve, notConnectedRetryMs * 2 ** attempt));

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { barrierGroup, migrations, roomAndDocumentsInline, statusAndFinishedAt } from "../../host/store/postgres/schema.js";
+import { migrations, roomAndDocumentsInline, statusAndFinishedAt } from "../../host/store/postgres/schema.js";
 import { undoReportingFirstAndStatusDomain } from "./fixtures/rewind.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
 import { approvalCommit, prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
@@ -110,12 +110,7 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
         CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;
         UPDATE store_version SET version = ${migrations.indexOf(statusAndFinishedAt)}`);
     });
-    expect(migrations.slice(migrations.indexOf(statusAndFinishedAt) + 1)).toEqual([
-      createPrepareReportingFirst,
-      roomAndDocumentsInline,
-      indexInboxByAgent,
-      barrierGroup,
-    ]);
+    expect(migrations.slice(migrations.indexOf(statusAndFinishedAt) + 1)).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await finish(schema, "done-1")).toEqual({ status: "terminal", finished: 80, updated: 80 });

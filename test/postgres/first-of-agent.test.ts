@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { Phronomy } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
-import { barrierGroup, migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
+import { migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
 import { prepareStatement } from "../../host/store/postgres/statements.js";
 import { prepare, terminalCommit } from "../store/fixtures.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
@@ -89,12 +89,7 @@ describe("a conversation's first preparation (postgres)", () => {
       );
     });
     // Migration 29 (docs/decisions/0120) runs again after it: it replaces the reporting preparation's body.
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([
-      createPrepareReportingFirst,
-      roomAndDocumentsInline,
-      indexInboxByAgent,
-      barrierGroup,
-    ]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await after.run(prepare("e1", "support"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });

@@ -11,7 +11,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { executionsFillfactor } from "../../host/store/postgres/hot-barriers.js";
 import { documentOf } from "../../host/store/postgres/pages.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
-import { barrierGroup, migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
+import { migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
 import { compareAndSetStatement, prepareStatement, readKnownRow, type CompareAndSetOperation } from "../../host/store/postgres/statements.js";
 import { prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
@@ -138,12 +138,7 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
         DROP FUNCTION prepare_execution_reporting_first;
         UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`);
     });
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([
-      createPrepareReportingFirst,
-      roomAndDocumentsInline,
-      indexInboxByAgent,
-      barrierGroup,
-    ]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await fillfactor(schema)).toEqual([`fillfactor=${executionsFillfactor}`]);

@@ -41,7 +41,6 @@
 //   the store reads back each member's outcome (`outcome.ts`).
 
 import type pg from "pg";
-import { barriersCall, type BarrierArguments } from "./barrier-group.js";
 import { isConnectionLoss } from "./outcome.js";
 
 /** Groups on their way at once (each holds one pooled connection). */
@@ -68,15 +67,7 @@ export class NotConnected extends Error {
   }
 }
 
-/** What a member says of itself beside its text (`submit`). */
-export interface MemberShape {
-  /** A barrier's arguments: the group's barriers then travel as one set-based call (`barrier-group.ts`). */
-  readonly barrier?: BarrierArguments;
-  /** Its write checks a fence: the group takes its partition's fence lock (`order`) before the set-based call. */
-  readonly fenced?: boolean;
-}
-
-interface Member extends MemberShape {
+interface Member {
   readonly sql: string;
   /** `sql`'s answer as one scalar expression (a function call), when it is one. */
   readonly call: string | undefined;
@@ -109,10 +100,9 @@ export class GroupCommit {
    * rejects with the statement's error, with `ConnectionLost`, or with
    * `NotConnected` (nothing sent). `call`: the same write as one scalar
    * expression answering `applied` (then folded with its neighbours). */
-  submit(sql: string, order = 0, call?: string, shape: MemberShape = {}): Promise<number> {
+  submit(sql: string, order = 0, call?: string): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      // Every member one shape (no spread): the group's loops read them all.
-      this.waiting.push({ sql, call, order, barrier: shape.barrier, fenced: shape.fenced, resolve, reject });
+      this.waiting.push({ sql, call, order, resolve, reject });
       this.schedule();
     });
   }
@@ -207,74 +197,10 @@ interface AnswerAt {
   readonly element: number | undefined;
 }
 
-/** A group member as `foldedGroup` reads it. */
-interface FoldedMember extends MemberShape {
-  readonly sql: string;
-  readonly call: string | undefined;
-  readonly order?: number;
-}
-
-/** The fewest barriers worth one set-based call: one alone is its own call. */
-const barriersGroupedMin = 2;
-
 /** The group's text (`GroupCommit`'s rule: each run of consecutive calls
  * one `SELECT ARRAY[…]`, every other member its own statement, in the
- * members' order; a group of calls only, with barriers, one statement whose
- * barriers are one set-based call, `barrierGroup`) and where each member's
- * answer is. */
-export function foldedGroup(members: readonly FoldedMember[]): {
-  readonly text: string;
-  readonly answers: readonly AnswerAt[];
-  readonly sent: number;
-} {
-  return barrierGroup(members) ?? callRuns(members);
-}
-
-/**
- * A group whose members are all calls, `barriersGroupedMin` or more of them
- * barriers of distinct executions, as ONE statement: `barriers(…)` first —
- * the fence locks of every fenced member's partition taken in ascending
- * order, then the barriers' set-based writes — and the other calls after
- * it, in the group's order, in one array: `SELECT barriers(…) ||
- * ARRAY[call, …]`. The barriers touch only their own rows and steps, so
- * writing them before the group's preparations and terminal commits
- * changes no row; the locks those take next are held already. Undefined
- * when the group is not such a group (docs/decisions/0142).
- */
-function barrierGroup(members: readonly FoldedMember[]): ReturnType<typeof callRuns> | undefined {
-  const barriers: BarrierArguments[] = [];
-  const barrierIndexes: number[] = [];
-  const others: number[] = [];
-  const partitions: number[] = [];
-  for (let index = 0; index < members.length; index += 1) {
-    const member = members[index]!;
-    if (member.call === undefined) return undefined;
-    if (member.barrier === undefined) others.push(index);
-    else {
-      barriers.push(member.barrier);
-      barrierIndexes.push(index);
-    }
-    if (member.fenced === true && member.order !== undefined) partitions.push(member.order);
-  }
-  if (barriers.length < barriersGroupedMin) return undefined;
-  if (new Set(barriers.map((barrier) => barrier.executionId)).size !== barriers.length) return undefined;
-  const grouped = barriersCall(barriers, partitions);
-  // Appended, not joined (`barriersCall`): the text is copied once, when written.
-  let calls = "";
-  for (const index of others) calls += (calls === "" ? "" : ",\n") + members[index]!.call!;
-  const text = others.length === 0 ? `SELECT ${grouped} AS applied` : `SELECT ${grouped} || ARRAY[${calls}]::integer[] AS applied`;
-  const answers: AnswerAt[] = [];
-  barrierIndexes.forEach((index, element) => {
-    answers[index] = { statement: 0, element };
-  });
-  others.forEach((index, element) => {
-    answers[index] = { statement: 0, element: barriers.length + element };
-  });
-  return { text, answers, sent: 1 };
-}
-
-/** `GroupCommit`'s fold of 0130: each run of consecutive calls one `SELECT ARRAY[…]`. */
-function callRuns(members: readonly FoldedMember[]): {
+ * members' order) and where each member's answer is. */
+export function foldedGroup(members: readonly { readonly sql: string; readonly call: string | undefined }[]): {
   readonly text: string;
   readonly answers: readonly AnswerAt[];
   readonly sent: number;

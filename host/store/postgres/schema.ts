@@ -32,7 +32,6 @@ import {
   replacePrepareWithRoot,
 } from "./functions.js";
 import { createApprovalCommitFunction } from "./approval-commit.js";
-import { createBarrierGroup } from "./barrier-group.js";
 import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
@@ -171,9 +170,7 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
  *   docs/decisions/0120).
  * Version 30: every inbox row indexed by its conversation, so asking whether a conversation has rows is one probe, not a
- *   scan of the settled inbox (`inbox-by-agent.ts`, docs/decisions/0128).
- * Version 31: `barriers(…)`, a group's barriers as one set-based call: one UPDATE of their rows, one INSERT of their
- *   steps (`barrier-group.ts`, docs/decisions/0142). */
+ *   scan of the settled inbox (`inbox-by-agent.ts`, docs/decisions/0128). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -205,7 +202,6 @@ export const migrations: readonly Migration[] = [
   createPrepareReportingFirst,
   roomAndDocumentsInline,
   indexInboxByAgent,
-  barrierGroup,
 ];
 
 /** Migration 29 (docs/decisions/0120). Each part may run again on a schema
@@ -221,11 +217,6 @@ export async function statusAndFinishedAt(client: pg.ClientBase): Promise<void> 
   await finishedAtPlain(client);
   await statusAsDomain(client);
   await writeFinishedAt(client);
-}
-
-export async function barrierGroup(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
-  if (context === undefined) throw new Error("migration 31 needs the schema name (the fence lock's key)");
-  await createBarrierGroup(client, context.schema);
 }
 
 async function conversationRows(client: pg.ClientBase, context?: MigrationContext): Promise<void> {

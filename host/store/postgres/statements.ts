@@ -38,7 +38,6 @@ import type {
   ToolBarrierOperation,
 } from "../records.js";
 import { replaceRefusal } from "../replace-from.js";
-import type { BarrierArguments } from "./barrier-group.js";
 import { childFilingsOfCommit, withChildFilings } from "./child-filings.js";
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
@@ -76,9 +75,6 @@ export interface Statement {
    * `applied` answers (a plain function call), when it is one: the group
    * commit folds such calls into one statement (docs/decisions/0130). */
   readonly call?: string;
-  /** A barrier's arguments, for the group's set-based `barriers(…)`
-   * (`barrier-group.ts`, docs/decisions/0142). */
-  readonly barrier?: BarrierArguments;
   readonly value: unknown;
   readonly after: KnownRow | undefined;
 }
@@ -269,41 +265,17 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
   if (operation.type === "providerBarrier" || operation.type === "toolBarrier") {
     const metadata = barrierMetadata(known.metadata, operation);
     const phase = operation.type === "providerBarrier" ? "calling_llm" : "dispatching_tools";
-    const steps = [...operation.steps, barrierStep(operation, revision)];
-    const [fenceOwner, fenceEpoch] = fenceArguments(fence) as [string, string];
-    const barrier: BarrierArguments = {
-      executionId: head[0]!,
-      expected: head[1]!,
-      phase: text(phase),
-      metadata: text(jsonText(metadata)),
-      usage: text(jsonText(operation.usage)),
-      at,
-      fenceOwner,
-      fenceEpoch,
-      writeId: text(writeId),
-      steps: steps.map((step) => ({ kind: text(step.kind), at: integer(step.at, "step.at"), payload: text(jsonText(step.payload)) })),
-    };
-    // The step arrays from the literals above: each payload written out once.
     const call = `barrier(${[
       ...head,
-      barrier.phase,
-      barrier.metadata,
-      barrier.usage,
+      text(phase),
+      text(jsonText(metadata)),
+      text(jsonText(operation.usage)),
       at,
-      fenceOwner,
-      fenceEpoch,
-      `ARRAY[${barrier.steps.map((step) => step.kind).join(",")}]::text[]`,
-      `ARRAY[${barrier.steps.map((step) => step.at).join(",")}]::bigint[]`,
-      `ARRAY[${barrier.steps.map((step) => step.payload).join(",")}]::text[]`,
-      barrier.writeId,
+      ...fenceArguments(fence),
+      ...stepArguments([...operation.steps, barrierStep(operation, revision)]),
+      text(writeId),
     ].join(", ")})`;
-    return {
-      sql: `SELECT ${call} AS applied`,
-      call,
-      barrier,
-      value: { revision },
-      after: { agentId: known.agentId, revision, status: "active", metadata },
-    };
+    return { sql: `SELECT ${call} AS applied`, call, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
   }
   const suspended = operation.outcome === "suspended";
   const finalStep: StepRecord = suspended
