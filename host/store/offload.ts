@@ -612,18 +612,30 @@ export class Offload {
       this.breakDown(error instanceof StoreError ? error : new StoreError(error.message));
       return;
     }
-    const oldest = this.inFlight.keys().next().value;
-    const entries = this.inFlight.get(reply.group);
-    if (entries === undefined || oldest !== reply.group) {
-      this.breakDown(`the store worker answered group ${reply.group}, which is not the oldest group in flight (${String(oldest)})`);
-      return;
+    // The transaction's groups, oldest first: each must be the oldest in
+    // flight when its turn comes.
+    const answered: (readonly Entry[])[] = [];
+    for (let index = 0; index < reply.groups; index += 1) {
+      const group = reply.group + index;
+      const oldest = this.inFlight.keys().next().value;
+      const entries = this.inFlight.get(group);
+      if (entries === undefined || oldest !== group) {
+        this.breakDown(`the store worker answered group ${group}, which is not the oldest group in flight (${String(oldest)})`);
+        for (const held of answered) for (const entry of held) entry.reject(this.broken!);
+        return;
+      }
+      this.inFlight.delete(group);
+      this.inFlightOperations -= entries.length;
+      answered.push(entries);
     }
-    this.inFlight.delete(reply.group);
-    this.inFlightOperations -= entries.length;
     if (this.inFlight.size === 0 && this.closing === undefined) this.worker?.thread.unref();
     const settlements = JSON.parse(reply.settlements) as TransferredSettlement[];
-    entries.forEach((entry, index) => settleTransferred(entry, settlements[index], this.settings.path));
-    this.committed(entries.length);
+    let offset = 0;
+    for (const entries of answered) {
+      for (let index = 0; index < entries.length; index += 1) settleTransferred(entries[index]!, settlements[offset + index], this.settings.path);
+      offset += entries.length;
+    }
+    this.committed(offset);
     this.flush();
   }
 

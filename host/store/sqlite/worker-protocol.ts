@@ -48,8 +48,8 @@ export type WorkerRequest =
   | { readonly type: "sweep"; readonly group: number }
   | { readonly type: "close" };
 
-/** From the worker: its connection is open (or could not be), a group's
- * settlements in submission order (with `filesChanged` when the store's
+/** From the worker: its connection is open (or could not be), the
+ * settlements of a transaction's groups in submission order (with `filesChanged` when the store's
  * files were found changed after the commit: then none of them counts), a
  * checkpoint done (`frames` in the log, `copied` of them in the database
  * file; both -1 when it failed, which only delays it to the next one), a
@@ -58,7 +58,15 @@ export type WorkerRequest =
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: TransferredError }
-  | { readonly type: "settled"; readonly group: number; readonly settlements: string; readonly filesChanged?: TransferredError }
+  | {
+      readonly type: "settled";
+      /** The first group the transaction held; it held `groups` consecutive ones. */
+      readonly group: number;
+      readonly groups: number;
+      /** Their settlements in order, as JSON text. */
+      readonly settlements: string;
+      readonly filesChanged?: TransferredError;
+    }
   | { readonly type: "checkpointed"; readonly frames: number; readonly copied: number }
   | { readonly type: "swept"; readonly group: number; readonly more: boolean; readonly failure?: string }
   | { readonly type: "closed" };

@@ -1,7 +1,8 @@
 // The store worker: a `worker_threads` entry that owns one write connection
 // to the store and commits each group the offload sends it, in one
 // transaction with a savepoint per operation (`commitGroup`). It runs one
-// group at a time and answers each with the settlements in order; the
+// transaction at a time, merging the groups already waiting, and answers
+// them together with their settlements in order; the
 // offload sends the next group only after that answer, so the worker never
 // holds a transaction while the calling thread's connection writes.
 // It talks over the channel in its `workerData`, never over `parentPort`
@@ -73,16 +74,16 @@ function serve(writer: WriteConnection): void {
       groups.flatMap((group) => decodeGroup(group)),
     ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
-    let offset = 0;
-    for (const group of groups) {
-      reply({
-        type: "settled",
-        group: group.group,
-        settlements: JSON.stringify(settlements.slice(offset, offset + group.count)),
-        ...(filesChanged ? { filesChanged } : {}),
-      });
-      offset += group.count;
-    }
+    // One answer for the transaction's groups (consecutive numbers: a
+    // sweep, the only other numbered request, ends a merge), their
+    // settlements in order: one message instead of one per group.
+    reply({
+      type: "settled",
+      group: request.group,
+      groups: groups.length,
+      settlements: JSON.stringify(settlements),
+      ...(filesChanged ? { filesChanged } : {}),
+    });
     if (checkpointAfter) checkpoint(connection());
     if (sweepAfter !== undefined) sweep(connection, sweepAfter);
     if (closeAfter) close(writer);
