@@ -215,7 +215,7 @@ function protocolWorker(started: { count: number }): () => { thread: Worker; por
       port.on("message", (request) => {
         if (request.type === "commit") {
           const settlements = JSON.parse(request.operations).map((operation) => ({ ok: true, value: "worker:" + operation.type }));
-          port.postMessage({ type: "settled", group: request.group, settlements: JSON.stringify(settlements) });
+          port.postMessage({ type: "settled", group: request.group, groups: 1, settlements: JSON.stringify(settlements) });
         } else if (request.type === "sweep") port.postMessage({ type: "swept", group: request.group, more: false });
         else if (request.type === "checkpoint") port.postMessage({ type: "checkpointed", frames: 0, copied: 0 });
         else if (request.type === "close") {
@@ -280,6 +280,81 @@ describe("the adaptive offload's worker rests when idle (decision 0121)", () => 
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(always.statistics).toMatchObject({ workerState: "ready", workerRests: 0 });
     await always.close();
+  });
+});
+
+/** A worker that holds the commit requests it gets until `hold` have
+ * arrived, then answers them in one message, as the store worker answers
+ * the groups it merged into one transaction (decision 0141), each
+ * settlement naming its group and how many were answered with it; `shift`
+ * numbers the answer that many groups off, as a worker that lost track. */
+function mergingWorker(hold: number, shift = 0): () => { thread: Worker; port: MessagePort } {
+  return () => {
+    const { port1, port2 } = new MessageChannel();
+    const source = `
+      const { workerData } = require("node:worker_threads");
+      const port = workerData.port;
+      const held = [];
+      port.postMessage({ type: "ready" });
+      const answer = () => {
+        const settlements = held.flatMap((group) => JSON.parse(group.operations).map((operation) => ({ ok: true, value: group.group + ":" + operation.agentId + ":" + held.length })));
+        port.postMessage({ type: "settled", group: held[0].group + ${shift}, groups: held.length, settlements: JSON.stringify(settlements) });
+        held.length = 0;
+      };
+      port.on("message", (request) => {
+        if (request.type === "commit") {
+          held.push(request);
+          if (held.length >= ${hold}) answer();
+        } else if (request.type === "sweep") {
+          // A sweep ends a merge: the groups before it are answered first.
+          if (held.length > 0) answer();
+          port.postMessage({ type: "swept", group: request.group, more: false });
+        }
+        else if (request.type === "close") {
+          port.postMessage({ type: "closed" });
+          port.close();
+        }
+      });`;
+    return { thread: new Worker(source, { eval: true, workerData: { port: port2 }, transferList: [port2] }), port: port1 };
+  };
+}
+
+describe("the worker answers a transaction's groups in one message (decision 0141)", () => {
+  const inline = (operations: readonly OffloadOperation[]) => operations.map((operation) => ({ ok: true as const, value: `inline:${operation.type}` }));
+  const submitGroups = (offload: Offload, groups: number, size: number) =>
+    Array.from({ length: groups * size }, (_, index) => offload.submit({ type: "ensureAgent", agentId: `agent-${index}`, at: 1 }));
+
+  it("settles each operation of each group with its own settlement, in order", async () => {
+    const offload = await Offload.start({ policy: "worker", capacity: 1_000, path: "/test/agents.db", commitInline: inline, startWorker: mergingWorker(3) });
+    await offload.workerStarted;
+    // Three eager groups of 16, answered together (the first sweep, a
+    // numbered request too, may come before or after them).
+    const results = await Promise.all(submitGroups(offload, 3, 16));
+    const answered: number[] = [];
+    const groups = results.map((result, index) => {
+      const [group, agentId, together] = String(result).split(":");
+      expect(agentId).toBe(`agent-${index}`);
+      answered.push(Number(together));
+      return Number(group);
+    });
+    expect(Math.max(...answered)).toBeGreaterThan(1);
+    // Each group of 16 settled with its own group's settlements, the groups in order.
+    groups.forEach((group, index) => expect(group).toBe(index % 16 === 0 ? group : groups[index - 1]));
+    const firsts = [groups[0]!, groups[16]!, groups[32]!];
+    expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
+    expect(new Set(firsts).size).toBe(3);
+    expect(offload.statistics).toMatchObject({ workerGroups: 3, workerOperations: 48 });
+    expect(offload.pending).toBe(0);
+    await offload.close();
+  });
+
+  it("an answer for groups that are not the oldest in flight fails them all and breaks the offload", async () => {
+    const offload = await Offload.start({ policy: "worker", capacity: 1_000, path: "/test/agents.db", commitInline: inline, startWorker: mergingWorker(2, 1) });
+    await offload.workerStarted;
+    const results = await Promise.allSettled(submitGroups(offload, 2, 16));
+    expect(results.every((result) => result.status === "rejected" && result.reason instanceof StoreError)).toBe(true);
+    expect(offload.failure?.message).toMatch(/not the oldest group in flight/);
+    await offload.close();
   });
 });
 
