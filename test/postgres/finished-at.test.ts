@@ -12,6 +12,7 @@ import { createPrepareReportingFirst } from "../../host/store/postgres/functions
 import { approvalCommit, prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 import { indexInboxByAgent } from "../../host/store/postgres/inbox-by-agent.js";
+import { roomForEveryBarrier } from "../../host/store/postgres/hot-barriers.js";
 
 /** The row's status, `finished_at` and `updated_at`, as numbers (NULL as null). */
 async function finish(schema: string, executionId: string): Promise<{ status: string; finished: number | null; updated: number }> {
@@ -110,7 +111,12 @@ describe("finished_at written, the status a domain (PostgreSQL, migration 27)", 
         CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;
         UPDATE store_version SET version = ${migrations.indexOf(statusAndFinishedAt)}`);
     });
-    expect(migrations.slice(migrations.indexOf(statusAndFinishedAt) + 1)).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
+    expect(migrations.slice(migrations.indexOf(statusAndFinishedAt) + 1)).toEqual([
+      createPrepareReportingFirst,
+      roomAndDocumentsInline,
+      indexInboxByAgent,
+      roomForEveryBarrier,
+    ]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await finish(schema, "done-1")).toEqual({ status: "terminal", finished: 80, updated: 80 });

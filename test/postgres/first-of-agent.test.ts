@@ -15,6 +15,7 @@ import { prepare, terminalCommit } from "../store/fixtures.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 import { indexInboxByAgent } from "../../host/store/postgres/inbox-by-agent.js";
+import { roomForEveryBarrier } from "../../host/store/postgres/hot-barriers.js";
 
 /** The texts of the statements the store's pool sends from now on. */
 function statementsOf(store: PostgresStore): string[] {
@@ -89,7 +90,12 @@ describe("a conversation's first preparation (postgres)", () => {
       );
     });
     // Migration 29 (docs/decisions/0120) runs again after it: it replaces the reporting preparation's body.
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([
+      createPrepareReportingFirst,
+      roomAndDocumentsInline,
+      indexInboxByAgent,
+      roomForEveryBarrier,
+    ]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
     expect(await after.run(prepare("e1", "support"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });

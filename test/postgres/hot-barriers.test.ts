@@ -7,9 +7,11 @@
 
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
+import { executionsFillfactor, executionsFillfactorRoomier, roomForEveryBarrier } from "../../host/store/postgres/hot-barriers.js";
+import { migrations } from "../../host/store/postgres/schema.js";
 import { compareAndSetStatement, readKnownRow, type CompareAndSetOperation } from "../../host/store/postgres/statements.js";
 import { prepare, providerBarrier, terminalCommit, toolBarrier } from "../store/fixtures.js";
-import { atEnd, freshSchema, postgresUrl } from "./database.js";
+import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
 describe("barriers update their row in place (PostgreSQL)", () => {
   it("a provider and a tool barrier are HOT updates, the terminal commit is not; finished_at and definition follow the row", async () => {
@@ -54,5 +56,37 @@ describe("barriers update their row in place (PostgreSQL)", () => {
     expect(await store.pruneExecutions({ type: "pruneExecutions", finishedBefore: Number(row.finished_at) + 1, executionsMax: 10 })).toMatchObject({
       executions: 1,
     });
+  });
+
+  it("migration 31 leaves more room on new pages of executions; the rows written before it go on", async () => {
+    const schema = freshSchema();
+    const before = await PostgresStore.open(postgresUrl, { schema });
+    await before.ensureAgent("support", 1);
+    await before.run(prepare("e-1", "support"));
+    await before.close();
+    // Version 30: migration 29's fill.
+    await withClient((client) =>
+      client.query(
+        `ALTER TABLE "${schema}".executions SET (fillfactor = ${executionsFillfactor}); UPDATE "${schema}".store_version SET version = ${migrations.indexOf(roomForEveryBarrier)}`,
+      ),
+    );
+    const fill = () =>
+      withClient(
+        async (client) =>
+          (await client.query<{ options: string[] | null }>(`SELECT reloptions AS options FROM pg_class WHERE oid = '"${schema}".executions'::regclass`))
+            .rows[0]!.options,
+      );
+    expect(await fill()).toEqual([`fillfactor=${executionsFillfactor}`]);
+    expect(migrations.at(-1)).toBe(roomForEveryBarrier);
+
+    const after = await PostgresStore.open(postgresUrl, { schema });
+    atEnd(() => after.close());
+    expect(await fill()).toEqual([`fillfactor=${executionsFillfactorRoomier}`]);
+    const version = await withClient(
+      async (client) => (await client.query<{ version: number }>(`SELECT version FROM "${schema}".store_version`)).rows[0]!.version,
+    );
+    expect(version).toBe(migrations.length);
+    expect(await after.run(providerBarrier("e-1", 1))).toEqual({ revision: 2 });
+    expect(await after.run(terminalCommit("e-1", 2))).toEqual({ revision: 3 });
   });
 });

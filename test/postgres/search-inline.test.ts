@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { executionsFillfactor } from "../../host/store/postgres/hot-barriers.js";
+import { executionsFillfactor, executionsFillfactorRoomier, roomForEveryBarrier } from "../../host/store/postgres/hot-barriers.js";
 import { documentOf } from "../../host/store/postgres/pages.js";
 import { createPrepareReportingFirst } from "../../host/store/postgres/functions.js";
 import { migrations, roomAndDocumentsInline } from "../../host/store/postgres/schema.js";
@@ -107,7 +107,7 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
     expect((await store.pageExecutions({ text: "blocked" })).rows.map((row) => row.executionId)).toEqual(["t-1"]);
   });
 
-  it("gives new pages of executions half their room, on a new schema and on one migrated from version 28", async () => {
+  it("gives new pages of executions room for barriers, on a new schema and on one migrated from version 28 (migrations 29 and 31)", async () => {
     const fillfactor = (schema: string) =>
       withClient(
         async (client) =>
@@ -116,8 +116,9 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
       );
     const fresh = freshSchema();
     await (await PostgresStore.open(postgresUrl, { schema: fresh })).close();
-    expect(await fillfactor(fresh)).toEqual([`fillfactor=${executionsFillfactor}`]);
+    expect(await fillfactor(fresh)).toEqual([`fillfactor=${executionsFillfactorRoomier}`]);
     expect(executionsFillfactor).toBe(50);
+    expect(executionsFillfactorRoomier).toBe(30);
 
     // Migration 29 taken back: version 28's fill and triggers; the preparation and the terminal commit as 28 made them.
     const schema = freshSchema();
@@ -138,10 +139,15 @@ describe("search documents written by the run's writes (PostgreSQL, migration 29
         DROP FUNCTION prepare_execution_reporting_first;
         UPDATE store_version SET version = ${migrations.indexOf(createPrepareReportingFirst)}`);
     });
-    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([createPrepareReportingFirst, roomAndDocumentsInline, indexInboxByAgent]);
+    expect(migrations.slice(migrations.indexOf(createPrepareReportingFirst))).toEqual([
+      createPrepareReportingFirst,
+      roomAndDocumentsInline,
+      indexInboxByAgent,
+      roomForEveryBarrier,
+    ]);
     const after = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => after.close());
-    expect(await fillfactor(schema)).toEqual([`fillfactor=${executionsFillfactor}`]);
+    expect(await fillfactor(schema)).toEqual([`fillfactor=${executionsFillfactorRoomier}`]);
     await after.run(prepare("new-1", "support", { input: "New sweater" }));
     await after.run(terminalCommit("new-1", 1, { output: "New answer" }));
     expect(await documents(schema)).toEqual([

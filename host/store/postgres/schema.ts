@@ -44,7 +44,7 @@ import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createConversationHomes } from "./homes.js";
 import { fenceHomesOfMovedPartitions } from "./moved-out.js";
 import { createConversationHasRows } from "./homes-rows.js";
-import { indexColumnsBarriersKeep, roomForBarriers } from "./hot-barriers.js";
+import { indexColumnsBarriersKeep, roomForBarriers, roomForEveryBarrier } from "./hot-barriers.js";
 import { indexInboxByAgent } from "./inbox-by-agent.js";
 import { searchTriggersSkipWritten } from "./search-inline.js";
 import { createEventSignals } from "./signals.js";
@@ -170,7 +170,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  *   terminal commit write the search document themselves, the row triggers skipped for them (`search-inline.ts`,
  *   docs/decisions/0120).
  * Version 30: every inbox row indexed by its conversation, so asking whether a conversation has rows is one probe, not a
- *   scan of the settled inbox (`inbox-by-agent.ts`, docs/decisions/0128). */
+ *   scan of the settled inbox (`inbox-by-agent.ts`, docs/decisions/0128).
+ * Version 31: more room on new pages of executions (fillfactor 30), so nearly every barrier updates its row in place
+ *   (`hot-barriers.ts`, docs/decisions/0143). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -202,6 +204,7 @@ export const migrations: readonly Migration[] = [
   createPrepareReportingFirst,
   roomAndDocumentsInline,
   indexInboxByAgent,
+  roomForEveryBarrier,
 ];
 
 /** Migration 29 (docs/decisions/0120). Each part may run again on a schema
