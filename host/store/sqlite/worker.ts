@@ -22,7 +22,6 @@ import { openStoreConnection } from "./schema.js";
 import { sweepSearchIndex } from "./search-index.js";
 import { decodeGroup } from "./step-payloads.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
-import { WalSync } from "./wal-sync.js";
 import { WriteConnection } from "./writable.js";
 import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
@@ -31,22 +30,6 @@ const { settings, port } = workerData as WorkerData;
 
 function reply(message: WorkerReply): void {
   port.postMessage(message);
-}
-
-/** Under `FULL`, the log synced off this thread after each transaction
- * (`wal-sync.ts`, docs/decisions/0144); the connection runs at `NORMAL`. */
-const walSync = settings.synchronous === "FULL" ? new WalSync(`${settings.path}-wal`) : undefined;
-
-/** Sends an answer once this thread's writes before it are on disk. */
-function replyDurable(message: WorkerReply): void {
-  if (walSync === undefined) reply(message);
-  else walSync.afterSync(() => reply(message));
-}
-
-/** Sends an answer after every answer before it (after their sync). */
-function replyInOrder(message: WorkerReply): void {
-  if (walSync === undefined) reply(message);
-  else walSync.inOrder(() => reply(message));
 }
 
 /** Most operations merged into one transaction from queued groups. */
@@ -90,10 +73,9 @@ function serve(writer: WriteConnection): void {
       groups.flatMap((group) => decodeGroup(group)),
     ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
-    const answers: WorkerReply[] = [];
     let offset = 0;
     for (const group of groups) {
-      answers.push({
+      reply({
         type: "settled",
         group: group.group,
         settlements: JSON.stringify(settlements.slice(offset, offset + group.count)),
@@ -101,9 +83,6 @@ function serve(writer: WriteConnection): void {
       });
       offset += group.count;
     }
-    // Answered once the transaction is on disk; meanwhile the next one runs.
-    if (walSync === undefined) for (const answer of answers) reply(answer);
-    else walSync.afterSync(() => answers.forEach(reply));
     if (checkpointAfter) checkpoint(connection());
     if (sweepAfter !== undefined) sweep(connection, sweepAfter);
     if (closeAfter) close(writer);
@@ -127,7 +106,7 @@ function checkpoint(connection: SqliteConnection): void {
     // A checkpoint that fails leaves the log longer until the next one; the
     // commits it would have followed are answered already.
   }
-  replyInOrder({ type: "checkpointed", frames, copied });
+  reply({ type: "checkpointed", frames, copied });
 }
 
 /** Indexes the next rows for search (docs/decisions/0095), in a
@@ -137,9 +116,9 @@ function checkpoint(connection: SqliteConnection): void {
 function sweep(connection: () => SqliteConnection, group: number): void {
   try {
     const { more } = sweepSearchIndex(connection(), Date.now());
-    replyDurable({ type: "swept", group, more });
+    reply({ type: "swept", group, more });
   } catch (error) {
-    replyInOrder({ type: "swept", group, more: false, failure: error instanceof Error ? error.message : String(error) });
+    reply({ type: "swept", group, more: false, failure: error instanceof Error ? error.message : String(error) });
   }
 }
 
@@ -157,14 +136,8 @@ function changedFiles(): TransferredError | undefined {
 
 function close(writer: WriteConnection): void {
   writer.close();
-  const closed = () => {
-    walSync?.close();
-    reply({ type: "closed" });
-    port.close();
-  };
-  // The answers still waiting for their sync go first.
-  if (walSync === undefined) closed();
-  else walSync.inOrder(closed);
+  reply({ type: "closed" });
+  port.close();
 }
 
 try {
@@ -173,9 +146,7 @@ try {
   const change = changedFiles();
   if (change !== undefined) throw rebuildError(change);
   // The worker checkpoints when asked (`checkpoint`), never inside a commit.
-  // Under FULL the log is synced by `walSync`, off this thread, not by SQLite in its COMMIT.
-  const synchronous = walSync === undefined ? settings.synchronous : "NORMAL";
-  const writer = new WriteConnection(() => openStoreConnection(settings.path, { synchronous, autocheckpointPages: 0, mustExist: true }));
+  const writer = new WriteConnection(() => openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0, mustExist: true }));
   serve(writer);
   reply({ type: "ready" });
 } catch (error) {
