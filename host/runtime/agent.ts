@@ -70,7 +70,9 @@ export interface AgentHost {
    * conversation settling is told to the core as a recovery (true). */
   settleLease(entry: AgentEntry): void;
   admittedAs(executionId: string): Promise<boolean>;
-  followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  /** `refusal`: a keyed start's own, told if the key's execution turns
+   * out neither stored nor filed (decision 0145). */
+  followExecution(agentId: string, executionId: string, waiter: Waiter, refusal?: PhronomyError): void;
   recoverHeld(agentId: string): Promise<void>;
   remoteResumesFor(agent: AgentEntry): RemoteResumes | undefined;
   /** The conversation's last `limit` memory records as UI messages, each
@@ -301,7 +303,7 @@ export class Agent<OUTPUT = Json> {
           refusal,
           () => this.environment.admittedAs(executionId),
           (follows) => {
-            if (follows) return this.environment.followExecution(this.id, executionId, outer);
+            if (follows) return this.environment.followExecution(this.id, executionId, outer, refusal);
             settleWaiterWithError(outer, refusal, settings);
           },
         );

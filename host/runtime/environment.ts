@@ -11,6 +11,7 @@
 // the reads (`environment-reads.ts`) and `close()` (`drain.ts`). What
 // `Phronomy.open` takes is checked in `open-options.ts`.
 
+import type { PhronomyError } from "../errors.js";
 import { ChildExecutions } from "./child-executions.js";
 import { executionTreeOf, type ExecutionTree } from "./execution-tree.js";
 import type { ControlCore } from "../core/control-core.js";
@@ -312,7 +313,8 @@ export class Environment {
   readonly healLater = (agentId: string): void => this.recoveries.healLater(agentId);
 
   /** @internal A keyed start whose execution is in the store already: `waiter` follows it. */
-  readonly followExecution = (agentId: string, executionId: string, waiter: Waiter): void => this.followers.followExecution(agentId, executionId, waiter);
+  readonly followExecution = (agentId: string, executionId: string, waiter: Waiter, refusal?: PhronomyError): void =>
+    this.followers.followExecution(agentId, executionId, waiter, refusal);
 
   /** @internal A caller waiting here on an execution another process runs now: followed until it ends. */
   readonly followElsewhere = (agentId: string, executionId: string, waiter: Waiting): void => this.followers.followElsewhere(agentId, executionId, waiter);

@@ -6,7 +6,7 @@
 // to the one follower of executions run elsewhere (durable-watch.ts).
 
 import { MessageKind as M, ObservedRowVerdict } from "../../assembly/abi.js";
-import { ExecutionRehydrationRequiredError, RuntimeShutdownError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, type PhronomyError, RuntimeShutdownError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ByIdPlacement } from "./by-id-placement.js";
@@ -159,10 +159,10 @@ export class Followers {
    * read finding neither row nor filing refuses the follow (the
    * simulation's seed 2032: a second start of a key while the first was
    * being prepared here was told INVALID_INPUT). */
-  followExecution(agentId: string, executionId: string, waiter: Waiter): void {
+  followExecution(agentId: string, executionId: string, waiter: Waiter, refusal?: PhronomyError): void {
     const remoteStarts = this.host.remoteStarts();
     const liveHere = this.host.coordinator.entryById(executionId) !== undefined || this.host.queues.holds(executionId);
-    if (remoteStarts !== undefined && !liveHere) return remoteStarts.follow(agentId, executionId, waiter);
+    if (remoteStarts !== undefined && !liveHere) return remoteStarts.follow(agentId, executionId, waiter, false, refusal);
     const settings = this.host.coordinator.settings;
     const observed = this.observer(executionId, agentId);
     observed.executionId.then(

@@ -126,6 +126,10 @@ interface Follow {
   /** `env.wait`: rejected with ApprovalRequiredError on a suspension, no
    * progress events (docs/decisions/0018). */
   readonly observer: boolean;
+  /** A keyed start's own refusal, told when the key's execution is found
+   * neither stored nor filed (decision 0145): its first start failed
+   * before writing anything, after this one was refused busy by it. */
+  readonly gone?: PhronomyError;
 }
 
 export class RemoteStarts {
@@ -239,10 +243,20 @@ export class RemoteStarts {
 
   /** Follows an execution run (or to be run) by whichever process owns it:
    * a start whose execution id was started already (its idempotency key). */
-  follow(agentId: string, executionId: string, waiter: Waiter, told = false): void {
+  follow(agentId: string, executionId: string, waiter: Waiter, told = false, gone?: PhronomyError): void {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId), this.settings);
     waiter.knowExecutionId(executionId);
-    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0, observer: false, told });
+    this.follows.set(this.nextToken++, {
+      executionId,
+      agentId,
+      waiter,
+      seq: 0,
+      announcedRevision: 0,
+      turns: 0,
+      observer: false,
+      told,
+      ...(gone ? { gone } : {}),
+    });
     if (this.heardEarly.delete(executionId)) {
       this.moved.add(executionId);
       this.readSoon();
@@ -363,10 +377,11 @@ export class RemoteStarts {
         this.follows.delete(token);
         settleWaiterWithError(
           follow.waiter,
-          new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, {
-            executionId: follow.executionId,
-            agentId: follow.agentId,
-          }),
+          follow.gone
+            ?? new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, {
+              executionId: follow.executionId,
+              agentId: follow.agentId,
+            }),
           this.settings,
         );
         return true;

@@ -183,6 +183,10 @@ describe("the whole host, simulated", () => {
       3368679498,
       "a suspended execution whose takeover left its row for another start of the conversation being prepared here (0137), that preparation then refused: read again at once, so the drain's decision on it was applied — not refused for the backoff (decision 0140)",
     ],
+    [
+      3337370336,
+      "a keyed start refused busy by its key's first start, admitted here when read, followed once that start had moved on and failed with nothing written: told its own refusal, not INVALID_INPUT (decision 0145)",
+    ],
   ])("seed %i with homes keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed, homesOf(seed));
     expect(world.problems, replay(seed, true)).toEqual([]);
