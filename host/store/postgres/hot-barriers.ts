@@ -77,7 +77,13 @@ export const executionsFillfactor = 50;
 
 /** Migration 29: more room for barriers on the pages inserts fill from now on. */
 export async function roomForBarriers(client: pg.ClientBase): Promise<void> {
-  await client.query(`ALTER TABLE executions SET (fillfactor = ${executionsFillfactor})`);
+  await fillExecutionsTo(client, executionsFillfactor);
+}
+
+/** The share of each new page of `executions` inserts fill from now on;
+ * pages written before keep theirs (nothing is rewritten). */
+async function fillExecutionsTo(client: pg.ClientBase, fillfactor: number): Promise<void> {
+  await client.query(`ALTER TABLE executions SET (fillfactor = ${fillfactor})`);
 }
 
 /** The share from migration 31 (docs/decisions/0143). At 50, 100 runs in
@@ -91,5 +97,5 @@ export const executionsFillfactorRoomier = 30;
 
 /** Migration 31: room for every barrier of the rows a page holds. */
 export async function roomForEveryBarrier(client: pg.ClientBase): Promise<void> {
-  await client.query(`ALTER TABLE executions SET (fillfactor = ${executionsFillfactorRoomier})`);
+  await fillExecutionsTo(client, executionsFillfactorRoomier);
 }
